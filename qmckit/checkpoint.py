@@ -1,0 +1,59 @@
+"""Atomic HDF5 checkpoints.
+
+A checkpoint is written to a temporary file beside its target, flushed to disk and then renamed
+over the target, so a run killed at any instant leaves either the previous checkpoint or the
+new one, never a torn file.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+
+import h5py
+import numpy as np
+
+
+@contextlib.contextmanager
+def atomic_h5(path):
+    """Open a new HDF5 file for writing that replaces ``path`` only when the block succeeds."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".h5", dir=directory)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            yield f
+            f.flush()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # make the rename itself durable
+        finally:
+            os.close(dir_fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+        raise
+
+
+def write_attrs(group, mapping: dict) -> None:
+    """Store a JSON-serialisable mapping as one JSON string attribute per key."""
+    for key, value in mapping.items():
+        group.attrs[key] = json.dumps(value)
+
+
+def read_attrs(group) -> dict:
+    return {key: json.loads(value) for key, value in group.attrs.items()}
+
+
+def write_arrays(group, mapping: dict) -> None:
+    for key, value in mapping.items():
+        group.create_dataset(key, data=np.asarray(value))
+
+
+def read_arrays(group) -> dict:
+    return {key: np.array(group[key]) for key in group}

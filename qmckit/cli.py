@@ -1,0 +1,169 @@
+"""The ``qmckit`` command line.
+
+    qmckit run bec --method vmc --n 20 --lam 1 --a 0.00433 --alpha 0.495 --json
+    qmckit run bec --checkpoint run.h5 ...      # checkpoint after every block
+    qmckit run bec --resume run.h5 --json       # continue an interrupted run
+
+Bad input ends with exit status 2 and one line on stderr that names the parameter.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block), exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise ValueError
+    return value
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError
+    return value
+
+
+_positive_int.__name__ = "positive integer"
+_finite_float.__name__ = "finite number"
+
+# name in the system's parameter object → (flag, type, help)
+_BEC_PARAMS = {
+    "n": ("--n", int, "number of bosons N (default 20)"),
+    "lam": ("--lam", _finite_float, "trap anisotropy λ = ω_z/ω_⊥ (default 1; the thesis's elliptic trap is 2.8284)"),
+    "a": ("--a", _finite_float, "hard-sphere diameter in a_⊥, ≥ 0 (default 0.00433 = a_Rb; 0 = no interaction)"),
+    "alpha": ("--alpha", _finite_float, "variational α in a_⊥⁻², > 0 (default 0.495)"),
+}
+_BEC_DEFAULTS = {"n": 20, "lam": 1.0, "a": 0.00433, "alpha": 0.495}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="qmckit", description="Quantum Monte Carlo toolkit (VMC/DMC on CPU and GPU).")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    run = commands.add_parser("run", help="run one QMC calculation", description="Run one QMC calculation.")
+    systems = run.add_subparsers(dest="system", metavar="SYSTEM", parser_class=_Parser)
+    systems.required = True
+    bec = systems.add_parser("bec", help="hard-sphere bosons in an elliptic harmonic trap (study 002)",
+                             description="Trapped hard-sphere bosons. Lengths in a_⊥, energies in ħω_⊥; "
+                                         "reports energy_per_particle.")
+    for name, (flag, kind, text) in _BEC_PARAMS.items():
+        bec.add_argument(flag, dest=name, type=kind, default=None, help=text)
+    _add_method_options(bec)
+    return parser
+
+
+def _add_method_options(p):
+    p.add_argument("--method", choices=["vmc"], default="vmc", help="QMC method (default vmc)")
+    p.add_argument("--sampler", choices=["drift", "brute"], default=None,
+                   help="drift: importance sampling (default); brute: uniform moves, step auto-tuned")
+    p.add_argument("--dt", type=_finite_float, default=None, help="time step of the drift sampler (default 0.05)")
+    p.add_argument("--no-drift-cap", dest="drift_cap", action="store_false", default=None,
+                   help="use the raw drift (exact either way; the cap only helps near hard-core contacts)")
+    p.add_argument("--walkers", type=_positive_int, default=None, help="number of walkers (default 200)")
+    p.add_argument("--steps", type=_positive_int, default=None, help="measured sweeps per walker (default 1000)")
+    p.add_argument("--equil", type=int, default=None, dest="equilibration",
+                   help="equilibration sweeps (default max(50, steps/5), at least 1/dt)")
+    p.add_argument("--block", type=_positive_int, default=None, help="sweeps per block / checkpoint")
+    p.add_argument("--seed", type=int, default=None, help="random seed, ≥ 0 (default 0)")
+    p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default auto)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--checkpoint", metavar="FILE", default=None, help="write an HDF5 checkpoint after every block")
+    p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
+
+
+_RUN_KEYS = ("method", "sampler", "dt", "drift_cap", "walkers", "steps", "equilibration", "block", "seed", "backend")
+
+
+def _fail(message: str) -> int:
+    print(f"qmckit: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _flag_for(message: str) -> str:
+    """Turn 'alpha must be …' into '--alpha must be …' so the message names the CLI flag."""
+    name = message.split(" ", 1)[0]
+    flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | {"equilibration": "--equil"}
+    if name in flags:
+        return flags[name] + message[len(name):]
+    if name in _RUN_KEYS:
+        return "--" + message
+    return message
+
+
+def _run(args) -> int:
+    from .runs import RunConfig, VMCRun
+
+    given_params = {k: getattr(args, k) for k in _BEC_PARAMS if getattr(args, k) is not None}
+    given_run = {k: getattr(args, k) for k in _RUN_KEYS if getattr(args, k, None) is not None}
+    try:
+        if args.resume:
+            if not os.path.exists(args.resume):
+                return _fail(f"--resume: no checkpoint file {args.resume!r}")
+            run = VMCRun.resume(args.resume)
+            saved = run.config
+            clashes = [k for k, v in given_params.items() if saved.params.get(k) != v]
+            clashes += [k for k, v in given_run.items() if getattr(saved, k) != v and k != "method"]
+            if clashes:
+                return _fail(f"--resume: {', '.join('--' + c for c in clashes)} differ from the checkpoint; "
+                             "omit them to continue the saved run")
+        else:
+            config = RunConfig(system=args.system, params=_BEC_DEFAULTS | given_params, **given_run)
+            run = VMCRun(config, checkpoint_path=args.checkpoint)
+    except ValueError as err:
+        return _fail(_flag_for(str(err)))
+
+    show_progress = not args.json and sys.stderr.isatty()
+
+    def progress(done, total):
+        if show_progress:
+            bar = "#" * int(30 * done / total)
+            print(f"\r[{bar:<30}] block {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    result = run.run(progress)
+    if show_progress:
+        print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(format_result(result))
+    return 0
+
+
+def format_result(result: dict) -> str:
+    """A short human-readable report of a run's result dictionary."""
+    from .stats import format_value_error
+
+    params = ", ".join(f"{k}={v:g}" for k, v in result["params"].items())
+    lines = [f"{result['system']} {result['method']} ({params}), {result['walkers']} walkers × "
+             f"{result['steps']} sweeps, sampler {result['sampler']}, seed {result['seed']}"]
+    for name, est in result["estimates"].items():
+        unit = result["energy_unit"] if name.startswith("energy_per") else ""
+        lines.append(f"  {name:22s} {format_value_error(est['mean'], est['error'])} {unit}"
+                     f"   (τ = {est['tau']:.2f} sweeps)")
+    lines.append(f"  acceptance {result['acceptance']:.3f}, wall time {result['wall_s']:.1f} s")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        return _run(args)
+    return _fail(f"unknown command {args.command!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

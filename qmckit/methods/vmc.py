@@ -1,0 +1,208 @@
+"""Metropolis variational Monte Carlo with single-particle moves, generic over continuum systems.
+
+Two samplers:
+
+* ``"brute"``: uniform displacement in a cube of side ``step`` around the particle; the step is
+  tuned during equilibration towards a target acceptance.
+* ``"drift"``: importance sampling with the Fokker–Planck drift (D = ½):
+  r' = r + Δt ∇_i ln ψ(R) + √Δt χ,  χ ~ N(0, 1)³, accepted with the exact Metropolis–Hastings
+  ratio |ψ(R')/ψ(R)|² G(r'→r)/G(r→r'), where only the moved particle's Green's function enters.
+  A fresh uniform decides acceptance and a hard-core overlap is rejected (never redrawn).
+
+The sweep kernel is compiled once per system (a closure over the system's kernels) and runs
+walkers in parallel; every walker uses only its own random stream, so results do not depend
+on the number of threads.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import numba as nb
+import numpy as np
+
+from .. import rng as _rng
+
+SAMPLERS = ("brute", "drift")
+_BRUTE, _DRIFT = 0, 1
+
+
+@nb.njit(cache=True, inline="always")
+def _drift_scale(v, dt, cap):
+    """Umrigar–Nightingale–Runge factor that limits the drift step Δt·|v| to about √(2Δt).
+
+    Near a hard-core contact or a node |v| diverges; uncapped, a walker there proposes huge
+    jumps that are almost never accepted and it stays stuck. The factor is applied to the
+    forward and the reverse move alike, so Metropolis–Hastings stays exact.
+    """
+    if not cap:
+        return 1.0
+    v2dt = 0.0
+    for k in range(v.shape[0]):
+        v2dt += v[k] * v[k]
+    v2dt *= dt
+    if v2dt < 1e-12:
+        return 1.0
+    return (math.sqrt(1.0 + 2.0 * v2dt) - 1.0) / v2dt
+
+
+@functools.lru_cache(maxsize=None)
+def sweep_kernel(kernels):
+    """Compile ``sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, energies, accepted)``.
+
+    ``energies`` is ``(n_sweeps, W)`` (filled with each walker's local energy after every sweep)
+    or ``(0, W)`` to skip measuring; ``accepted`` ``(W,)`` receives the accepted-move counts.
+    """
+    gradient = kernels.gradient
+    test_move = kernels.test_move
+    accept_move = kernels.accept_move
+    local_energy = kernels.local_energy
+
+    @nb.njit(parallel=True)
+    def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, energies, accepted):
+        W, N, d = positions.shape
+        measure = energies.shape[0] > 0
+        sqrt_dt = math.sqrt(dt)
+        for w in nb.prange(W):
+            R = positions[w]
+            cache = caches[w]
+            r_new = np.empty(d)
+            g_old = np.empty(d)
+            g_new = np.empty(d)
+            n_acc = 0
+            for s in range(n_sweeps):
+                for i in range(N):
+                    if sampler == _BRUTE:
+                        for k in range(d):
+                            r_new[k] = R[i, k] + step * (_rng.uniform(states, w) - 0.5)
+                        log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                        log_accept = 2.0 * log_ratio
+                    else:
+                        gradient(R, p, cache, i, g_old)
+                        scale_old = _drift_scale(g_old, dt, drift_cap)
+                        k = 0
+                        while k < d:
+                            z0, z1 = _rng.normal_pair(states, w)
+                            r_new[k] = R[i, k] + dt * scale_old * g_old[k] + sqrt_dt * z0
+                            if k + 1 < d:
+                                r_new[k + 1] = R[i, k + 1] + dt * scale_old * g_old[k + 1] + sqrt_dt * z1
+                            k += 2
+                        log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                        scale_new = _drift_scale(g_new, dt, drift_cap)
+                        # ln G(r'→r) − ln G(r→r') for the moved particle only
+                        forward = 0.0
+                        backward = 0.0
+                        for k in range(d):
+                            f = r_new[k] - R[i, k] - dt * scale_old * g_old[k]
+                            b = R[i, k] - r_new[k] - dt * scale_new * g_new[k]
+                            forward += f * f
+                            backward += b * b
+                        log_accept = 2.0 * log_ratio + (forward - backward) / (2.0 * dt)
+                    u = _rng.uniform(states, w)
+                    if log_ratio > -np.inf and u < math.exp(min(log_accept, 0.0)):
+                        accept_move(R, p, cache, i, r_new, g_new)
+                        n_acc += 1
+                if measure:
+                    energies[s, w] = local_energy(R, p, cache)
+            accepted[w] = n_acc
+
+    return sweeps
+
+
+@functools.lru_cache(maxsize=None)
+def recompute_kernel(kernels):
+    """Compile ``recompute_all(positions, caches, p)``: rebuild every walker's cache from scratch."""
+    recompute = kernels.recompute
+
+    @nb.njit(parallel=True)
+    def recompute_all(positions, caches, p):
+        for w in nb.prange(positions.shape[0]):
+            recompute(positions[w], p, caches[w])
+
+    return recompute_all
+
+
+@functools.lru_cache(maxsize=None)
+def energy_kernel(kernels):
+    """Compile ``energies(positions, caches, p, out)``: local energy of every walker."""
+    local_energy = kernels.local_energy
+
+    @nb.njit(parallel=True)
+    def energies(positions, caches, p, out):
+        for w in nb.prange(positions.shape[0]):
+            out[w] = local_energy(positions[w], p, caches[w])
+
+    return energies
+
+
+class VMC:
+    """Metropolis VMC driver for a continuum ``system`` on a :class:`~qmckit.walkers.Walkers` ensemble.
+
+    Parameters
+    ----------
+    sampler : "brute" | "drift"
+    dt : time step Δt of the drift sampler (system time unit; 1/ω_⊥ for trapped bosons)
+    step : initial side of the brute-force displacement cube (system length unit)
+    target_acceptance : acceptance the brute-force step is tuned to during equilibration
+    drift_cap : limit the drift near divergences (Umrigar et al. 1993); exact either way
+    """
+
+    def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
+                 target_acceptance: float = 0.5, drift_cap: bool = True):
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        if not (dt > 0 and math.isfinite(dt)):
+            raise ValueError(f"dt must be a positive time step, got {dt!r}")
+        if not (step > 0 and math.isfinite(step)):
+            raise ValueError(f"step must be positive, got {step!r}")
+        if not 0 < target_acceptance < 1:
+            raise ValueError(f"target_acceptance must be in (0, 1), got {target_acceptance!r}")
+        self.system = system
+        self.walkers = walkers
+        self.sampler = sampler
+        self.dt = float(dt)
+        self.step = float(step)
+        self.target_acceptance = target_acceptance
+        self.drift_cap = bool(drift_cap)
+        self._p = system.kernel_params
+        self._sweeps = sweep_kernel(system.kernels)
+        self._recompute = recompute_kernel(system.kernels)
+        self.recompute()
+
+    def recompute(self) -> None:
+        """Rebuild all caches from the positions, discarding incremental round-off."""
+        w = self.walkers
+        self._recompute(w.positions, w.caches, self._p)
+
+    def local_energies(self) -> np.ndarray:
+        """Local energy of every walker now, (W,)."""
+        out = np.empty(self.walkers.n_walkers)
+        energy_kernel(self.system.kernels)(self.walkers.positions, self.walkers.caches, self._p, out)
+        return out
+
+    def sweep(self, n_sweeps: int, measure: bool = True):
+        """Run ``n_sweeps`` sweeps of N single-particle moves on every walker.
+
+        Returns ``(energies (n_sweeps or 0, W), acceptance)``.
+        """
+        w = self.walkers
+        energies = np.empty((n_sweeps if measure else 0, w.n_walkers))
+        accepted = np.zeros(w.n_walkers, dtype=np.int64)
+        self._sweeps(w.positions, w.caches, w.rng_states, self._p, n_sweeps,
+                     _BRUTE if self.sampler == "brute" else _DRIFT, self.step, self.dt, self.drift_cap,
+                     energies, accepted)
+        proposed = n_sweeps * w.n_walkers * w.n_particles
+        return energies, (accepted.sum() / proposed if proposed else 0.0)
+
+    def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
+        """Thermalise for ``n_sweeps`` sweeps; tune the brute-force step. Returns the last acceptance."""
+        acceptance = 0.0
+        done = 0
+        while done < n_sweeps:
+            n = min(chunk, n_sweeps - done)
+            _, acceptance = self.sweep(n, measure=False)
+            if self.sampler == "brute":
+                # acceptance falls as the step grows: scale toward the target, at most ×2 per chunk
+                self.step *= float(np.clip((acceptance + 1e-3) / self.target_acceptance, 0.5, 2.0))
+            done += n
+        self.recompute()
+        return acceptance

@@ -1,0 +1,76 @@
+"""Per-walker random streams: xoroshiro128+ written as plain functions.
+
+Every walker owns one row ``states[w] = (s0, s1)`` of a ``(W, 2)`` uint64 array. The generator
+functions below are plain numba functions so that the same source can be compiled for the CPU
+(``numba.njit``) and later for CUDA device functions; a walker's stream never depends on how
+walkers are scheduled over threads, which makes every run reproducible from its seed.
+
+The streams are seeded from one integer through ``numpy.random.SeedSequence``: walker ``w``
+gets child ``w`` of the sequence, so streams are statistically independent and adding walkers
+does not change the streams of the existing ones.
+"""
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+_ROT_A = np.uint64(24)
+_ROT_B = np.uint64(37)
+_SHIFT = np.uint64(16)
+_W64 = np.uint64(64)
+_MANTISSA_SHIFT = np.uint64(11)
+_TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
+
+
+def seed_states(seed: int | np.random.SeedSequence, n_walkers: int) -> np.ndarray:
+    """Return a ``(n_walkers, 2)`` uint64 state array, one independent stream per walker."""
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    states = np.empty((n_walkers, 2), dtype=np.uint64)
+    for w, child in enumerate(seq.spawn(n_walkers)):
+        s = child.generate_state(2, dtype=np.uint64)
+        if s[0] == 0 and s[1] == 0:  # the all-zero state is the generator's one fixed point
+            s[0] = np.uint64(0x9E3779B97F4A7C15)
+        states[w] = s
+    return states
+
+
+@nb.njit(inline="always", cache=True)
+def _rotl(x, k):
+    return (x << k) | (x >> (_W64 - k))
+
+
+@nb.njit(inline="always", cache=True)
+def next_uint64(states, w):
+    """Advance stream ``w`` and return its next 64-bit output."""
+    s0 = states[w, 0]
+    s1 = states[w, 1]
+    result = s0 + s1
+    s1 ^= s0
+    states[w, 0] = _rotl(s0, _ROT_A) ^ s1 ^ (s1 << _SHIFT)
+    states[w, 1] = _rotl(s1, _ROT_B)
+    return result
+
+
+@nb.njit(inline="always", cache=True)
+def uniform(states, w):
+    """Uniform float64 in [0, 1) with 53 random bits."""
+    return float(next_uint64(states, w) >> _MANTISSA_SHIFT) * _TWO_M53
+
+
+@nb.njit(inline="always", cache=True)
+def normal_pair(states, w):
+    """Two independent standard normal deviates (Box–Muller)."""
+    u1 = 1.0 - uniform(states, w)  # (0, 1]: log is finite
+    u2 = uniform(states, w)
+    radius = math.sqrt(-2.0 * math.log(u1))
+    angle = 2.0 * math.pi * u2
+    return radius * math.cos(angle), radius * math.sin(angle)
+
+
+@nb.njit(cache=True)
+def uniforms(states, w, out):
+    """Fill ``out`` with uniforms from stream ``w`` (used by tests and host code)."""
+    for k in range(out.shape[0]):
+        out[k] = uniform(states, w)

@@ -1,0 +1,16 @@
+"""Physical systems, one module each. ``make_system(name, **params)`` builds one by name."""
+from .bec import BosonParams, TrappedBosons
+
+SYSTEMS = {"bec": TrappedBosons}
+
+
+def make_system(name: str, **params):
+    """The system called ``name`` (one of ``SYSTEMS``) with the given physics parameters."""
+    try:
+        cls = SYSTEMS[name]
+    except KeyError:
+        raise ValueError(f"system must be one of {', '.join(SYSTEMS)}, got {name!r}") from None
+    return cls(**params)
+
+
+__all__ = ["SYSTEMS", "make_system", "TrappedBosons", "BosonParams"]
