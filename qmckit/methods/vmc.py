@@ -9,7 +9,7 @@ Two samplers:
   ratio |ψ(R')/ψ(R)|² G(r'→r)/G(r→r'), where only the moved particle's Green's function enters.
   A fresh uniform decides acceptance and a hard-core overlap is rejected (never redrawn).
 
-The sweep kernel is compiled once per system (a closure over the system's kernels) and runs
+The sweep kernel is compiled once per system (see :mod:`qmckit.backends.specialise`) and runs
 walkers in parallel; every walker uses only its own random stream, so results do not depend
 on the number of threads.
 """
@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import numba as nb
 import numpy as np
 
 from .. import rng as _rng
+from ..backends.specialise import specialise
 
 SAMPLERS = ("brute", "drift")
 _BRUTE, _DRIFT = 0, 1
@@ -45,93 +47,85 @@ def _drift_scale(v, dt, cap):
     return (math.sqrt(1.0 + 2.0 * v2dt) - 1.0) / v2dt
 
 
-@functools.lru_cache(maxsize=None)
-def sweep_kernel(kernels):
-    """Compile ``sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, energies, accepted)``.
+# --- driver templates ------------------------------------------------------------------------
+# Plain functions that call a system's kernels (gradient, test_move, ...) by name. They are never
+# run from here: qmckit.backends.specialise copies them into one generated module per system, where
+# those names are the system's kernels and numba compiles and caches them.
 
-    ``energies`` is ``(n_sweeps, W)`` (filled with each walker's local energy after every sweep)
+def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, energies, accepted):
+    """Run ``n_sweeps`` sweeps of N single-particle moves on every walker (in parallel).
+
+    ``energies`` is ``(n_sweeps, W)``, filled with each walker's local energy after every sweep,
     or ``(0, W)`` to skip measuring; ``accepted`` ``(W,)`` receives the accepted-move counts.
     """
-    gradient = kernels.gradient
-    test_move = kernels.test_move
-    accept_move = kernels.accept_move
-    local_energy = kernels.local_energy
-
-    @nb.njit(parallel=True)
-    def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, energies, accepted):
-        W, N, d = positions.shape
-        measure = energies.shape[0] > 0
-        sqrt_dt = math.sqrt(dt)
-        for w in nb.prange(W):
-            R = positions[w]
-            cache = caches[w]
-            r_new = np.empty(d)
-            g_old = np.empty(d)
-            g_new = np.empty(d)
-            n_acc = 0
-            for s in range(n_sweeps):
-                for i in range(N):
-                    if sampler == _BRUTE:
-                        for k in range(d):
-                            r_new[k] = R[i, k] + step * (_rng.uniform(states, w) - 0.5)
-                        log_ratio = test_move(R, p, cache, i, r_new, g_new)
-                        log_accept = 2.0 * log_ratio
-                    else:
-                        gradient(R, p, cache, i, g_old)
-                        scale_old = _drift_scale(g_old, dt, drift_cap)
-                        k = 0
-                        while k < d:
-                            z0, z1 = _rng.normal_pair(states, w)
-                            r_new[k] = R[i, k] + dt * scale_old * g_old[k] + sqrt_dt * z0
-                            if k + 1 < d:
-                                r_new[k + 1] = R[i, k + 1] + dt * scale_old * g_old[k + 1] + sqrt_dt * z1
-                            k += 2
-                        log_ratio = test_move(R, p, cache, i, r_new, g_new)
-                        scale_new = _drift_scale(g_new, dt, drift_cap)
-                        # ln G(r'→r) − ln G(r→r') for the moved particle only
-                        forward = 0.0
-                        backward = 0.0
-                        for k in range(d):
-                            f = r_new[k] - R[i, k] - dt * scale_old * g_old[k]
-                            b = R[i, k] - r_new[k] - dt * scale_new * g_new[k]
-                            forward += f * f
-                            backward += b * b
-                        log_accept = 2.0 * log_ratio + (forward - backward) / (2.0 * dt)
-                    u = _rng.uniform(states, w)
-                    if log_ratio > -np.inf and u < math.exp(min(log_accept, 0.0)):
-                        accept_move(R, p, cache, i, r_new, g_new)
-                        n_acc += 1
-                if measure:
-                    energies[s, w] = local_energy(R, p, cache)
-            accepted[w] = n_acc
-
-    return sweeps
+    W, N, d = positions.shape
+    measure = energies.shape[0] > 0
+    sqrt_dt = math.sqrt(dt)
+    for w in nb.prange(W):
+        R = positions[w]
+        cache = caches[w]
+        r_new = np.empty(d)
+        g_old = np.empty(d)
+        g_new = np.empty(d)
+        n_acc = 0
+        for s in range(n_sweeps):
+            for i in range(N):
+                if sampler == _BRUTE:
+                    for k in range(d):
+                        r_new[k] = R[i, k] + step * (_rng.uniform(states, w) - 0.5)
+                    log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                    log_accept = 2.0 * log_ratio
+                else:
+                    gradient(R, p, cache, i, g_old)
+                    scale_old = _drift_scale(g_old, dt, drift_cap)
+                    k = 0
+                    while k < d:
+                        z0, z1 = _rng.normal_pair(states, w)
+                        r_new[k] = R[i, k] + dt * scale_old * g_old[k] + sqrt_dt * z0
+                        if k + 1 < d:
+                            r_new[k + 1] = R[i, k + 1] + dt * scale_old * g_old[k + 1] + sqrt_dt * z1
+                        k += 2
+                    log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                    scale_new = _drift_scale(g_new, dt, drift_cap)
+                    # ln G(r'→r) − ln G(r→r') for the moved particle only
+                    forward = 0.0
+                    backward = 0.0
+                    for k in range(d):
+                        f = r_new[k] - R[i, k] - dt * scale_old * g_old[k]
+                        b = R[i, k] - r_new[k] - dt * scale_new * g_new[k]
+                        forward += f * f
+                        backward += b * b
+                    log_accept = 2.0 * log_ratio + (forward - backward) / (2.0 * dt)
+                u = _rng.uniform(states, w)
+                if log_ratio > -np.inf and u < math.exp(min(log_accept, 0.0)):
+                    accept_move(R, p, cache, i, r_new, g_new)
+                    n_acc += 1
+            if measure:
+                energies[s, w] = local_energy(R, p, cache)
+        accepted[w] = n_acc
 
 
-@functools.lru_cache(maxsize=None)
-def recompute_kernel(kernels):
-    """Compile ``recompute_all(positions, caches, p)``: rebuild every walker's cache from scratch."""
-    recompute = kernels.recompute
+def recompute_all(positions, caches, p):
+    """Rebuild every walker's cache from its positions."""
+    for w in nb.prange(positions.shape[0]):
+        recompute(positions[w], p, caches[w])
 
-    @nb.njit(parallel=True)
-    def recompute_all(positions, caches, p):
-        for w in nb.prange(positions.shape[0]):
-            recompute(positions[w], p, caches[w])
 
-    return recompute_all
+def local_energies(positions, caches, p, out):
+    """Local energy of every walker into ``out`` (W,)."""
+    for w in nb.prange(positions.shape[0]):
+        out[w] = local_energy(positions[w], p, caches[w])
+
+
+_PARALLEL = "@nb.njit(parallel=True, cache=True)"
 
 
 @functools.lru_cache(maxsize=None)
-def energy_kernel(kernels):
-    """Compile ``energies(positions, caches, p, out)``: local energy of every walker."""
-    local_energy = kernels.local_energy
-
-    @nb.njit(parallel=True)
-    def energies(positions, caches, p, out):
-        for w in nb.prange(positions.shape[0]):
-            out[w] = local_energy(positions[w], p, caches[w])
-
-    return energies
+def kernels_for(system_class):
+    """The compiled (and disk-cached) driver kernels for one system class."""
+    return specialise(sys.modules[__name__], ("sweeps", "recompute_all", "local_energies"),
+                      ("_rng", "_drift_scale", "_BRUTE", "_DRIFT"), sys.modules[system_class.__module__],
+                      "KERNELS", dict.fromkeys(("sweeps", "recompute_all", "local_energies"), _PARALLEL), "vmc")
 
 
 class VMC:
@@ -164,19 +158,18 @@ class VMC:
         self.target_acceptance = target_acceptance
         self.drift_cap = bool(drift_cap)
         self._p = system.kernel_params
-        self._sweeps = sweep_kernel(system.kernels)
-        self._recompute = recompute_kernel(system.kernels)
+        self._kernels = kernels_for(type(system))
         self.recompute()
 
     def recompute(self) -> None:
         """Rebuild all caches from the positions, discarding incremental round-off."""
         w = self.walkers
-        self._recompute(w.positions, w.caches, self._p)
+        self._kernels.recompute_all(w.positions, w.caches, self._p)
 
     def local_energies(self) -> np.ndarray:
         """Local energy of every walker now, (W,)."""
         out = np.empty(self.walkers.n_walkers)
-        energy_kernel(self.system.kernels)(self.walkers.positions, self.walkers.caches, self._p, out)
+        self._kernels.local_energies(self.walkers.positions, self.walkers.caches, self._p, out)
         return out
 
     def sweep(self, n_sweeps: int, measure: bool = True):
@@ -187,7 +180,7 @@ class VMC:
         w = self.walkers
         energies = np.empty((n_sweeps if measure else 0, w.n_walkers))
         accepted = np.zeros(w.n_walkers, dtype=np.int64)
-        self._sweeps(w.positions, w.caches, w.rng_states, self._p, n_sweeps,
+        self._kernels.sweeps(w.positions, w.caches, w.rng_states, self._p, n_sweeps,
                      _BRUTE if self.sampler == "brute" else _DRIFT, self.step, self.dt, self.drift_cap,
                      energies, accepted)
         proposed = n_sweeps * w.n_walkers * w.n_particles

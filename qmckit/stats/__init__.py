@@ -1,0 +1,26 @@
+"""Error analysis of serially correlated Monte Carlo data.
+
+    >>> from qmckit.stats import estimate
+    >>> est = estimate(energies)            # shape (n_steps,) or (n_steps, n_walkers)
+    >>> print(repr(est))                    # Estimate(-0.49987(12), τ=4.1, n_eff=2.3e+03)
+
+Methods: Flyvbjerg-Petersen blocking with the Wolff/Lee optimal block
+(default), Jonsson's automatic M-test blocking, and the integrated
+autocorrelation time with Sokal's window.
+"""
+
+from .autocorr import autocorrelation, integrated_autocorr_time
+from .blocking import ReblockTable, estimate, jonsson_block, optimal_block, reblock
+from .estimate import Estimate, format_value_error
+
+__all__ = [
+    "Estimate",
+    "ReblockTable",
+    "autocorrelation",
+    "estimate",
+    "format_value_error",
+    "integrated_autocorr_time",
+    "jonsson_block",
+    "optimal_block",
+    "reblock",
+]
