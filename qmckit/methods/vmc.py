@@ -117,7 +117,7 @@ def local_energies(positions, caches, p, out):
         out[w] = local_energy(positions[w], p, caches[w])
 
 
-_PARALLEL = "@nb.njit(parallel=True, cache=True)"
+_PARALLEL = "@nb.njit(parallel=True, cache=True, error_model=\"numpy\")"
 
 
 @functools.lru_cache(maxsize=None)

@@ -35,7 +35,8 @@ ENERGY_KEY = "energy_per_particle"
 ENERGY_UNIT = "ħω_⊥"
 
 # Reassociation lets LLVM vectorise the pair loops; no-NaN/Inf assumptions are left out because
-# a hard-core overlap is signalled with -inf.
+# a hard-core overlap is signalled with -inf. error_model="numpy" drops the per-division
+# zero check (it blocks vectorisation); no kernel divides by a zero distance.
 _FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 
 
@@ -85,7 +86,7 @@ def exact_ground_state_per_particle(lam: float) -> float:
 # --------------------------------------------------------------------------------------------
 # kernels
 # --------------------------------------------------------------------------------------------
-@nb.njit(cache=True, fastmath=_FASTMATH)
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
 def log_psi(R, p):
     """ln ψ_T(R); −inf when two bosons overlap."""
     alpha, lam, a = p[0], p[1], p[2]
@@ -103,7 +104,37 @@ def log_psi(R, p):
     return total
 
 
-@nb.njit(cache=True, fastmath=_FASTMATH)
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH, inline="always")
+def _pair_sums(R, i, a):
+    """Σ_{j≠i} u'(r_ij) r̂_ij (3 numbers) and Σ_{j≠i} u'(r_ij)² for particle ``i``.
+
+    The loop runs over every j and masks j = i instead of splitting the range: one branch-free
+    loop from 0 is what LLVM vectorises (each pair is then visited from both ends, which costs
+    less than a scalar loop over i < j).
+    """
+    N = R.shape[0]
+    xi, yi, zi = R[i, 0], R[i, 1], R[i, 2]
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
+    lap = 0.0
+    for j in range(N):
+        dx = xi - R[j, 0]
+        dy = yi - R[j, 1]
+        dz = zi - R[j, 2]
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        r = r if j != i else 2.0 * a + 1.0  # any distance > a; the term is masked below
+        du = a / (r * (r - a))  # u'(r)
+        du = du if j != i else 0.0
+        c = du / r
+        gx += c * dx
+        gy += c * dy
+        gz += c * dz
+        lap += du * du
+    return gx, gy, gz, lap
+
+
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
 def recompute(R, p, cache):
     """Fill the cache from scratch: ∇_i ln ψ for all i (O(N²))."""
     alpha, lam, a = p[0], p[1], p[2]
@@ -112,23 +143,8 @@ def recompute(R, p, cache):
         cache[3 * i] = -2.0 * alpha * R[i, 0]
         cache[3 * i + 1] = -2.0 * alpha * R[i, 1]
         cache[3 * i + 2] = -2.0 * alpha * lam * R[i, 2]
-    if a > 0.0:
-        for i in range(N):
-            gx = 0.0
-            gy = 0.0
-            gz = 0.0
-            for j in range(i + 1, N):
-                dx = R[i, 0] - R[j, 0]
-                dy = R[i, 1] - R[j, 1]
-                dz = R[i, 2] - R[j, 2]
-                r = math.sqrt(dx * dx + dy * dy + dz * dz)
-                c = a / (r * r * (r - a))  # u'(r)/r
-                gx += c * dx
-                gy += c * dy
-                gz += c * dz
-                cache[3 * j] -= c * dx
-                cache[3 * j + 1] -= c * dy
-                cache[3 * j + 2] -= c * dz
+        if a > 0.0:
+            gx, gy, gz, _ = _pair_sums(R, i, a)
             cache[3 * i] += gx
             cache[3 * i + 1] += gy
             cache[3 * i + 2] += gz
@@ -142,42 +158,57 @@ def gradient(R, p, cache, i, out):
     out[2] = cache[3 * i + 2]
 
 
-@nb.njit(cache=True, fastmath=_FASTMATH, inline="always")
-def _pairs_test(R, i, x, y, z, a, cache, N, j0, j1, acc):
-    # acc: [ratio of f-products, gx, gy, gz, overlap flag]
-    ratio = acc[0]
-    gx = acc[1]
-    gy = acc[2]
-    gz = acc[3]
-    overlap = acc[4]
-    xo = R[i, 0]
-    yo = R[i, 1]
-    zo = R[i, 2]
-    for j in range(j0, j1):
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
+def _pair_move(R, i, x, y, z, a, c_old, c_new):
+    """Pair part of moving particle ``i`` to (x, y, z): Π_j f(r'_ij)/f(r_ij), Σ_j u'(r'_ij) r̂'_ij,
+    the number of overlaps, and u'(r)/r before/after into ``c_old``/``c_new`` (N,).
+
+    Kept apart from ``test_move`` with the new position as scalars: that is the form LLVM
+    vectorises (with ``r_new`` read from an array inside the same function it does not).
+    j = i is masked branch-free: it gets the same dummy distance d > a before and after (ratio
+    factor 1, no false overlap), its gradient term is subtracted after the loop, and its
+    c_old/c_new entries are junk that ``accept_move`` overwrites.
+    """
+    N = R.shape[0]
+    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+    d_self = 2.0 * a + 1.0
+    d_self2 = d_self * d_self
+    ratio = 1.0
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
+    overlaps = 0.0
+    for j in range(N):
         dxo = xo - R[j, 0]
         dyo = yo - R[j, 1]
         dzo = zo - R[j, 2]
-        ro = math.sqrt(dxo * dxo + dyo * dyo + dzo * dzo)
         dxn = x - R[j, 0]
         dyn = y - R[j, 1]
         dzn = z - R[j, 2]
-        rn = math.sqrt(dxn * dxn + dyn * dyn + dzn * dzn)
-        cn = a / (rn * rn * (rn - a))
-        cache[3 * N + j] = a / (ro * ro * (ro - a))
-        cache[4 * N + j] = cn
-        ratio *= (ro * (rn - a)) / (rn * (ro - a))  # f(rn)/f(ro)
+        ro2 = dxo * dxo + dyo * dyo + dzo * dzo
+        other = 1.0 if ro2 > 0.0 else 0.0  # 0 only for j = i: distinct bosons never coincide
+        ro = math.sqrt(ro2 + (1.0 - other) * d_self2)
+        rn = math.sqrt(other * (dxn * dxn + dyn * dyn + dzn * dzn) + (1.0 - other) * d_self2)
+        # u'(r)/r = a/(r²(r − a)) before and after the move, and f(rn)/f(ro), from ONE division
+        # (divisions, not square roots, bound this loop): with A = rn(rn − a), B = ro(ro − a)
+        # and q = 1/(rn² A ro² B): cn = a q rn ro² B, co = a q ro rn² A, f(rn)/f(ro) = q A² ro⁴.
+        big_a = rn * (rn - a)
+        big_b = ro * (ro - a)
+        ro_sq = ro * ro
+        q = 1.0 / (rn * rn * big_a * ro_sq * big_b)
+        cn = a * q * rn * ro_sq * big_b
+        c_old[j] = a * q * ro * rn * rn * big_a
+        c_new[j] = cn
+        ratio *= q * big_a * big_a * ro_sq * ro_sq
         gx += cn * dxn
         gy += cn * dyn
         gz += cn * dzn
-        overlap = max(overlap, 1.0 if rn <= a else 0.0)
-    acc[0] = ratio
-    acc[1] = gx
-    acc[2] = gy
-    acc[3] = gz
-    acc[4] = overlap
+        overlaps += 1.0 if rn <= a else 0.0  # a sum, unlike max, vectorises
+    c_self = a / (d_self2 * (d_self - a))
+    return ratio, gx - c_self * (x - xo), gy - c_self * (y - yo), gz - c_self * (z - zo), overlaps
 
 
-@nb.njit(cache=True, fastmath=_FASTMATH)
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
 def test_move(R, p, cache, i, r_new, grad_new):
     """ln |ψ(R')/ψ(R)| for moving particle ``i`` to ``r_new``; −inf if it would overlap.
 
@@ -193,87 +224,61 @@ def test_move(R, p, cache, i, r_new, grad_new):
     grad_new[1] = -2.0 * alpha * y
     grad_new[2] = -2.0 * alpha * lam * z
     if a > 0.0:
-        acc = np.empty(5)
-        acc[0] = 1.0
-        acc[1] = 0.0
-        acc[2] = 0.0
-        acc[3] = 0.0
-        acc[4] = 0.0
-        _pairs_test(R, i, x, y, z, a, cache, N, 0, i, acc)
-        _pairs_test(R, i, x, y, z, a, cache, N, i + 1, N, acc)
-        cache[3 * N + i] = 0.0
-        cache[4 * N + i] = 0.0
-        if acc[4] > 0.0:
+        ratio, gx, gy, gz, overlaps = _pair_move(R, i, x, y, z, a, cache[3 * N: 4 * N], cache[4 * N: 5 * N])
+        if overlaps > 0.0:
             return -np.inf
-        log_ratio += math.log(acc[0])
-        grad_new[0] += acc[1]
-        grad_new[1] += acc[2]
-        grad_new[2] += acc[3]
+        log_ratio += math.log(ratio)
+        grad_new[0] += gx
+        grad_new[1] += gy
+        grad_new[2] += gz
     return log_ratio
 
 
-@nb.njit(cache=True, fastmath=_FASTMATH)
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
 def accept_move(R, p, cache, i, r_new, grad_new):
     """Move particle ``i`` to ``r_new`` and update every cached gradient in O(N)."""
     a = p[2]
     N = R.shape[0]
     if a > 0.0:
-        xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
-        x, y, z = r_new[0], r_new[1], r_new[2]
-        for j in range(N):
-            co = cache[3 * N + j]
-            cn = cache[4 * N + j]
-            # particle j's pair term with i is c·(r_j − r_i): remove the old, add the new
-            cache[3 * j] += cn * (R[j, 0] - x) - co * (R[j, 0] - xo)
-            cache[3 * j + 1] += cn * (R[j, 1] - y) - co * (R[j, 1] - yo)
-            cache[3 * j + 2] += cn * (R[j, 2] - z) - co * (R[j, 2] - zo)
+        _pair_accept(R, i, r_new[0], r_new[1], r_new[2], cache[: 3 * N].reshape((N, 3)),
+                     cache[3 * N: 4 * N], cache[4 * N: 5 * N])
     for k in range(3):
         R[i, k] = r_new[k]
         cache[3 * i + k] = grad_new[k]
 
 
-@nb.njit(cache=True, fastmath=_FASTMATH)
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
+def _pair_accept(R, i, x, y, z, grad, c_old, c_new):
+    # particle j's pair term with i is c·(r_j − r_i): remove the old one, add the new one
+    # (j = i gets junk here; accept_move then overwrites its gradient)
+    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+    for j in range(R.shape[0]):
+        co = c_old[j]
+        cn = c_new[j]
+        grad[j, 0] += cn * (R[j, 0] - x) - co * (R[j, 0] - xo)
+        grad[j, 1] += cn * (R[j, 1] - y) - co * (R[j, 1] - yo)
+        grad[j, 2] += cn * (R[j, 2] - z) - co * (R[j, 2] - zo)
+
+
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
 def local_energy(R, p, cache):
     """E_L(R) in ħω_⊥ for the whole walker (not per particle), recomputed from scratch in O(N²)."""
     alpha, lam, a = p[0], p[1], p[2]
     N = R.shape[0]
-    g = np.empty((N, 3))
-    pair_lap = np.zeros(N)
-    potential = 0.0
+    energy = N * alpha * (2.0 + lam)
     for i in range(N):
-        g[i, 0] = -2.0 * alpha * R[i, 0]
-        g[i, 1] = -2.0 * alpha * R[i, 1]
-        g[i, 2] = -2.0 * alpha * lam * R[i, 2]
-        potential += 0.5 * (R[i, 0] ** 2 + R[i, 1] ** 2 + lam * lam * R[i, 2] ** 2)
-    if a > 0.0:
-        for i in range(N):
-            gx = 0.0
-            gy = 0.0
-            gz = 0.0
-            lap = 0.0
-            for j in range(i + 1, N):
-                dx = R[i, 0] - R[j, 0]
-                dy = R[i, 1] - R[j, 1]
-                dz = R[i, 2] - R[j, 2]
-                r = math.sqrt(dx * dx + dy * dy + dz * dz)
-                du = a / (r * (r - a))  # u'(r)
-                c = du / r
-                gx += c * dx
-                gy += c * dy
-                gz += c * dz
-                g[j, 0] -= c * dx
-                g[j, 1] -= c * dy
-                g[j, 2] -= c * dz
-                lap += du * du
-                pair_lap[j] += du * du
-            g[i, 0] += gx
-            g[i, 1] += gy
-            g[i, 2] += gz
-            pair_lap[i] += lap
-    kinetic = N * alpha * (2.0 + lam)
-    for i in range(N):
-        kinetic += 0.5 * pair_lap[i] - 0.5 * (g[i, 0] ** 2 + g[i, 1] ** 2 + g[i, 2] ** 2)
-    return kinetic + potential
+        x, y, z = R[i, 0], R[i, 1], R[i, 2]
+        gx = -2.0 * alpha * x
+        gy = -2.0 * alpha * y
+        gz = -2.0 * alpha * lam * z
+        if a > 0.0:
+            px, py, pz, lap = _pair_sums(R, i, a)
+            gx += px
+            gy += py
+            gz += pz
+            energy += 0.5 * lap
+        energy += 0.5 * (x * x + y * y + lam * lam * z * z) - 0.5 * (gx * gx + gy * gy + gz * gz)
+    return energy
 
 
 KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
