@@ -66,13 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_method_options(p):
-    p.add_argument("--method", choices=["vmc"], default="vmc", help="QMC method (default vmc)")
+    p.add_argument("--method", choices=["vmc", "dmc"], default=None, help="QMC method (default vmc)")
     p.add_argument("--sampler", choices=["drift", "brute"], default=None,
                    help="drift: importance sampling (default); brute: uniform moves, step auto-tuned")
     p.add_argument("--dt", type=_finite_float, default=None, help="time step of the drift sampler (default 0.05)")
     p.add_argument("--no-drift-cap", dest="drift_cap", action="store_false", default=None,
                    help="use the raw drift (exact either way; the cap only helps near hard-core contacts)")
     p.add_argument("--walkers", type=_positive_int, default=None, help="number of walkers (default 200)")
+    p.add_argument("--target-walkers", dest="target_walkers", type=_positive_int, default=None,
+                   help="DMC population target (default: --walkers)")
+    p.add_argument("--dmc-equil", dest="dmc_equilibration", type=int, default=None,
+                   help="DMC steps before measuring (default: one time unit, 1/dt)")
     p.add_argument("--steps", type=_positive_int, default=None, help="measured sweeps per walker (default 1000)")
     p.add_argument("--equil", type=int, default=None, dest="equilibration",
                    help="equilibration sweeps (default max(50, steps/5), at least 1/dt)")
@@ -84,7 +88,8 @@ def _add_method_options(p):
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
-_RUN_KEYS = ("method", "sampler", "dt", "drift_cap", "walkers", "steps", "equilibration", "block", "seed", "backend")
+_RUN_KEYS = ("method", "sampler", "dt", "drift_cap", "walkers", "steps", "equilibration", "block", "seed", "backend",
+             "target_walkers", "dmc_equilibration")
 
 
 def _fail(message: str) -> int:
@@ -95,7 +100,8 @@ def _fail(message: str) -> int:
 def _flag_for(message: str) -> str:
     """Turn 'alpha must be …' into '--alpha must be …' so the message names the CLI flag."""
     name = message.split(" ", 1)[0]
-    flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | {"equilibration": "--equil"}
+    flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | {"equilibration": "--equil", "target_walkers": "--target-walkers",
+                                                         "dmc_equilibration": "--dmc-equil"}
     if name in flags:
         return flags[name] + message[len(name):]
     if name in _RUN_KEYS:
@@ -104,7 +110,7 @@ def _flag_for(message: str) -> str:
 
 
 def _run(args) -> int:
-    from .runs import RunConfig, VMCRun
+    from .runs import RunConfig, make_run, resume_run
 
     given_params = {k: getattr(args, k) for k in _BEC_PARAMS if getattr(args, k) is not None}
     given_run = {k: getattr(args, k) for k in _RUN_KEYS if getattr(args, k, None) is not None}
@@ -112,16 +118,16 @@ def _run(args) -> int:
         if args.resume:
             if not os.path.exists(args.resume):
                 return _fail(f"--resume: no checkpoint file {args.resume!r}")
-            run = VMCRun.resume(args.resume)
+            run = resume_run(args.resume)
             saved = run.config
             clashes = [k for k, v in given_params.items() if saved.params.get(k) != v]
-            clashes += [k for k, v in given_run.items() if getattr(saved, k) != v and k != "method"]
+            clashes += [k for k, v in given_run.items() if getattr(saved, k) != v]
             if clashes:
                 return _fail(f"--resume: {', '.join('--' + c for c in clashes)} differ from the checkpoint; "
                              "omit them to continue the saved run")
         else:
             config = RunConfig(system=args.system, params=_BEC_DEFAULTS | given_params, **given_run)
-            run = VMCRun(config, checkpoint_path=args.checkpoint)
+            run = make_run(config, checkpoint_path=args.checkpoint)
     except ValueError as err:
         return _fail(_flag_for(str(err)))
 
@@ -147,17 +153,25 @@ def format_result(result: dict) -> str:
     from .stats import format_value_error
 
     params = ", ".join(f"{k}={v:g}" for k, v in result["params"].items())
+    unit_of_work = "DMC steps" if result["method"] == "dmc" else "sweeps"
     lines = [f"{result['system']} {result['method']} ({params}), {result['walkers']} walkers × "
-             f"{result['steps']} sweeps, sampler {result['sampler']}, seed {result['seed']}"]
+             f"{result['steps']} {unit_of_work}, sampler {result['sampler']}, seed {result['seed']}"]
     for name, est in result["estimates"].items():
         unit = result["energy_unit"] if name.startswith("energy_per") else ""
         lines.append(f"  {name:22s} {format_value_error(est['mean'], est['error'])} {unit}"
-                     f"   (τ = {est['tau']:.2f} sweeps)")
+                     f"   (τ = {est['tau']:.2f} {unit_of_work})")
     lines.append(f"  acceptance {result['acceptance']:.3f}, wall time {result['wall_s']:.1f} s")
     return "\n".join(lines)
 
 
+def _one_line_warning(message, category, filename, lineno, line=None):
+    return f"qmckit: warning: {message}\n"
+
+
 def main(argv=None) -> int:
+    import warnings
+
+    warnings.formatwarning = _one_line_warning  # a physicist wants the message, not our source line
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "run":

@@ -74,3 +74,42 @@ def uniforms(states, w, out):
     """Fill ``out`` with uniforms from stream ``w`` (used by tests and host code)."""
     for k in range(out.shape[0]):
         out[k] = uniform(states, w)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@nb.njit(inline="always", cache=True)
+def _splitmix64(x):
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(cache=True)
+def fork(states, parents, children):
+    """Give each ``children[k]`` row a new stream seeded from the stream of ``parents[k]``.
+
+    Used when DMC branching copies a walker: the copy must not replay its parent's random
+    numbers. The new state is SplitMix64 of two outputs of the parent's stream (the seeding
+    recipe the xoroshiro authors recommend), so it is deterministic and cheap.
+    """
+    for k in range(children.shape[0]):
+        p = parents[k]
+        c = children[k]
+        s0 = _splitmix64(next_uint64(states, p))
+        s1 = _splitmix64(next_uint64(states, p))
+        if s0 == 0 and s1 == 0:
+            s0 = _GOLDEN
+        states[c, 0] = s0
+        states[c, 1] = s1
+
+
+@nb.njit(cache=True)
+def branch_counts(states, q, counts):
+    """counts[w] = ⌊q[w] + u⌋ with u uniform from walker w's own stream (DMC branching)."""
+    for w in range(q.shape[0]):
+        counts[w] = int(math.floor(q[w] + uniform(states, w)))

@@ -1,11 +1,11 @@
 """A complete, checkpointed QMC run: what the CLI and the widgets drive.
 
-A :class:`VMCRun` owns a system, a walker ensemble and a :class:`~qmckit.methods.vmc.VMC`
-driver. It equilibrates, runs blocks, accumulates the walker-averaged energy of every sweep,
-writes an atomic checkpoint after equilibration and after every block, and reduces the data to
-:class:`~qmckit.stats.Estimate` values. A run resumed from its checkpoint continues with the same
-walkers, caches, random streams and accumulated data, so it ends with exactly the numbers of a
-run that was never interrupted.
+A run (:class:`VMCRun` or :class:`DMCRun`, built from a :class:`RunConfig` by :func:`make_run`)
+owns a system, a walker ensemble and a driver. It equilibrates, runs blocks, accumulates one
+record per sweep or DMC step, writes an atomic checkpoint after equilibration and after every
+block, and reduces the data to :class:`~qmckit.stats.Estimate` values. A run resumed from its
+checkpoint (:func:`resume_run`) continues with the same walkers, caches, random streams and
+accumulated data, so it ends with exactly the numbers of a run that was never interrupted.
 """
 from __future__ import annotations
 
@@ -17,21 +17,27 @@ import h5py
 import numpy as np
 
 from . import checkpoint as ckpt
+from .methods.dmc import DMC
 from .methods.vmc import SAMPLERS, VMC
 from .stats import estimate
 from .systems import make_system
 from .walkers import Walkers
 
 BACKENDS = ("auto", "cpu", "cuda")
+METHODS = ("vmc", "dmc")
+CHECKPOINT_FORMAT = "qmckit-run-checkpoint-1"
 
 
 @dataclass
 class RunConfig:
     """Everything that determines a run's numbers.
 
-    steps        measured sweeps per walker (a sweep = N single-particle moves + one energy)
-    equilibration  sweeps before measuring (default: max(50, steps // 5), and ≥ 1/dt for drift)
-    block        sweeps per block; a checkpoint is written after each block
+    steps        measured sweeps per walker (a sweep = N single-particle moves + one energy);
+                 for DMC, measured DMC steps (each one sweep plus branching)
+    equilibration  VMC sweeps before measuring (default: max(50, steps // 5), and ≥ 1/dt for drift)
+    block        sweeps (steps) per block; a checkpoint is written after each block
+    target_walkers  DMC population target (default: ``walkers``)
+    dmc_equilibration  DMC steps with branching before measuring (default: one time unit, 1/dt)
     """
 
     system: str = "bec"
@@ -47,10 +53,14 @@ class RunConfig:
     block: int | None = None
     seed: int = 0
     backend: str = "auto"
+    target_walkers: int | None = None
+    dmc_equilibration: int | None = None
 
     def __post_init__(self):
-        if self.method != "vmc":
-            raise ValueError(f"method must be vmc (dmc arrives with the DMC driver), got {self.method!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.method == "dmc" and self.sampler != "drift":
+            raise ValueError(f"sampler must be drift for dmc (importance-sampled drift-diffusion), got {self.sampler!r}")
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if self.backend not in BACKENDS:
@@ -61,7 +71,11 @@ class RunConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
-        for name in ("walkers", "steps"):
+        if self.target_walkers is None:
+            self.target_walkers = self.walkers
+        if self.dmc_equilibration is None:
+            self.dmc_equilibration = math.ceil(1.0 / self.dt) if self.method == "dmc" else 0
+        for name in ("walkers", "steps", "target_walkers"):
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -73,10 +87,10 @@ class RunConfig:
                 self.equilibration = max(self.equilibration, math.ceil(1.0 / self.dt))
         if self.block is None:
             self.block = max(1, math.ceil(self.steps / 20))
-        for name in ("equilibration", "block"):
+        for name in ("equilibration", "block", "dmc_equilibration"):
             value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < (0 if name == "equilibration" else 1):
-                raise ValueError(f"{name} must be a {'non-negative' if name == 'equilibration' else 'positive'} "
+            if not isinstance(value, (int, np.integer)) or value < (1 if name == "block" else 0):
+                raise ValueError(f"{name} must be a {'positive' if name == 'block' else 'non-negative'} "
                                  f"integer, got {value!r}")
         # validate the physics parameters now, so bad input fails before any work
         self.params = make_system(self.system, **self.params).params.as_dict()
@@ -86,35 +100,50 @@ class RunConfig:
         return math.ceil(self.steps / self.block)
 
 
-class VMCRun:
-    """A VMC run from a :class:`RunConfig`; iterate :meth:`blocks` (or call :meth:`run`) then :meth:`result`."""
+class _Run:
+    """What VMC and DMC runs share: set-up, the block loop, series, checkpoints, the result."""
+
+    method = ""
+    SERIES: tuple[str, ...] = ()
 
     def __init__(self, config: RunConfig, checkpoint_path=None):
+        if config.method != self.method:
+            raise ValueError(f"{type(self).__name__} needs method {self.method!r}, got {config.method!r}")
         self.config = config
         self.checkpoint_path = checkpoint_path
         self.system = make_system(config.system, **config.params)
         seq = np.random.SeedSequence(config.seed)
         start_seq, walker_seq = seq.spawn(2)
         positions = self.system.initial_positions(config.walkers, np.random.default_rng(start_seq))
-        self.walkers = Walkers.from_positions(positions, walker_seq, self.system.cache_size())
-        self.driver = VMC(self.system, self.walkers, sampler=config.sampler, dt=config.dt, step=config.step,
-                          drift_cap=config.drift_cap)
+        walkers = Walkers.from_positions(positions, walker_seq, self.system.cache_size())
+        self.vmc = VMC(self.system, walkers, sampler=config.sampler, dt=config.dt, step=config.step,
+                       drift_cap=config.drift_cap)
         self.equilibrated = False
         self.blocks_done = 0
-        self.energy_mean: list[np.ndarray] = []  # per block: walker-mean energy of each sweep, (sweeps,)
-        self.energy_var: list[np.ndarray] = []   # per block: across-walker variance of each sweep
-        self.accepted_moves = 0.0
-        self.proposed_moves = 0
+        self.series: dict[str, list[np.ndarray]] = {name: [] for name in self.SERIES}
         self.wall_s = 0.0
+
+    @property
+    def walkers(self) -> Walkers:
+        return self.vmc.walkers
 
     # --- running ------------------------------------------------------------------------------
     def equilibrate(self) -> None:
         if not self.equilibrated:
             start = time.perf_counter()
-            self.driver.equilibrate(self.config.equilibration)
+            self.vmc.equilibrate(self.config.equilibration)
+            self._after_equilibration()
             self.equilibrated = True
             self.wall_s += time.perf_counter() - start
             self.save_checkpoint()
+
+    def _after_equilibration(self) -> None:
+        pass
+
+    @staticmethod
+    def resume(path) -> "_Run":
+        """Continue the run checkpointed at ``path`` (see :func:`resume_run`)."""
+        return resume_run(path)
 
     def blocks(self, stop=None):
         """Run the remaining blocks, yielding ``(blocks_done, n_blocks)`` after each one.
@@ -128,15 +157,10 @@ class VMCRun:
             if stop is not None and stop.is_set():
                 return
             start = time.perf_counter()
-            sweeps = min(cfg.block, cfg.steps - self.blocks_done * cfg.block)
-            self.driver.recompute()
-            energies, acceptance = self.driver.sweep(sweeps)
-            self.energy_mean.append(energies.mean(axis=1))
-            self.energy_var.append(energies.var(axis=1, ddof=1) if energies.shape[1] > 1
-                                   else np.zeros(sweeps))
-            proposed = sweeps * self.walkers.n_walkers * self.walkers.n_particles
-            self.accepted_moves += acceptance * proposed
-            self.proposed_moves += proposed
+            self.vmc.recompute()  # discard the round-off of incremental cache updates
+            records = self._block(min(cfg.block, cfg.steps - self.blocks_done * cfg.block))
+            for name in self.SERIES:
+                self.series[name].append(np.asarray(records[name]))
             self.blocks_done += 1
             self.wall_s += time.perf_counter() - start
             self.save_checkpoint()
@@ -149,29 +173,15 @@ class VMCRun:
                 progress(done, total)
         return self.result()
 
+    def series_of(self, name: str) -> np.ndarray:
+        parts = self.series[name]
+        return np.concatenate(parts) if parts else np.empty(0)
+
     # --- results ------------------------------------------------------------------------------
-    def energy_series(self) -> np.ndarray:
-        """Walker-averaged energy per particle (or per the system's normalisation) of every sweep."""
-        if not self.energy_mean:
-            return np.empty(0)
-        return np.concatenate(self.energy_mean) / self.system.energy_scale()
-
-    def estimates(self) -> dict:
-        series = self.energy_series()
-        out = {}
-        if series.size:
-            out[self.system.energy_key] = estimate(series)
-            out["energy_variance"] = estimate(np.concatenate(self.energy_var))
-        return out
-
-    @property
-    def acceptance(self) -> float:
-        return self.accepted_moves / self.proposed_moves if self.proposed_moves else float("nan")
-
     def result(self) -> dict:
         """The JSON-ready summary of the run (the CLI contract of DESIGN.md)."""
         cfg = self.config
-        return {
+        out = {
             "system": cfg.system,
             "method": cfg.method,
             "params": dict(cfg.params),
@@ -179,7 +189,7 @@ class VMCRun:
             "backend": "cpu",
             "sampler": cfg.sampler,
             "dt": cfg.dt if cfg.sampler == "drift" else None,
-            "step": self.driver.step if cfg.sampler == "brute" else None,
+            "step": self.vmc.step if cfg.sampler == "brute" else None,
             "walkers": int(cfg.walkers),
             "steps": int(cfg.steps),
             "equilibration": int(cfg.equilibration),
@@ -188,46 +198,177 @@ class VMCRun:
             "acceptance": float(self.acceptance),
             "wall_s": self.wall_s,
         }
+        out.update(self._extra_result())
+        return out
+
+    def _extra_result(self) -> dict:
+        return {}
 
     # --- checkpoints --------------------------------------------------------------------------
+    def _state(self) -> dict:
+        return {}
+
+    def _restore_state(self, state: dict) -> None:
+        pass
+
     def save_checkpoint(self) -> None:
         if self.checkpoint_path is None:
             return
         with ckpt.atomic_h5(self.checkpoint_path) as f:
             ckpt.write_attrs(f, {
-                "format": "qmckit-vmc-checkpoint-1",
+                "format": CHECKPOINT_FORMAT,
                 "config": asdict(self.config),
                 "equilibrated": self.equilibrated,
                 "blocks_done": self.blocks_done,
-                "step": self.driver.step,
-                "accepted_moves": self.accepted_moves,
-                "proposed_moves": self.proposed_moves,
+                "step": self.vmc.step,
                 "wall_s": self.wall_s,
+                "state": self._state(),
             })
             self.walkers.save(f.create_group("walkers"))
-            data = f.create_group("blocks")
-            for k, (mean, var) in enumerate(zip(self.energy_mean, self.energy_var)):
-                data.create_dataset(f"energy_mean_{k:06d}", data=mean)
-                data.create_dataset(f"energy_var_{k:06d}", data=var)
+            for name, parts in self.series.items():
+                group = f.create_group(f"series/{name}")
+                for k, part in enumerate(parts):
+                    group.create_dataset(f"{k:06d}", data=part)
+            self._save_arrays(f)
 
-    @classmethod
-    def resume(cls, path) -> "VMCRun":
-        """Continue the run whose checkpoint is at ``path`` (and keep checkpointing there)."""
-        with h5py.File(path, "r") as f:
-            attrs = ckpt.read_attrs(f)
-            if attrs.get("format") != "qmckit-vmc-checkpoint-1":
-                raise ValueError(f"resume: {path} is not a qmckit VMC checkpoint")
-            run = cls(RunConfig(**attrs["config"]), checkpoint_path=path)
-            saved = Walkers.load(f["walkers"])
-            for name in ("positions", "caches", "weights", "rng_states"):
-                getattr(run.walkers, name)[...] = getattr(saved, name)
-            run.equilibrated = attrs["equilibrated"]
-            run.blocks_done = attrs["blocks_done"]
-            run.driver.step = attrs["step"]
-            run.accepted_moves = attrs["accepted_moves"]
-            run.proposed_moves = attrs["proposed_moves"]
-            run.wall_s = attrs["wall_s"]
-            blocks = f["blocks"]
-            run.energy_mean = [np.array(blocks[f"energy_mean_{k:06d}"]) for k in range(run.blocks_done)]
-            run.energy_var = [np.array(blocks[f"energy_var_{k:06d}"]) for k in range(run.blocks_done)]
-        return run
+    def _save_arrays(self, f) -> None:
+        pass
+
+    def _load_arrays(self, f) -> None:
+        pass
+
+
+class VMCRun(_Run):
+    """A VMC run from a :class:`RunConfig`; iterate :meth:`blocks` (or call :meth:`run`) then :meth:`result`."""
+
+    method = "vmc"
+    SERIES = ("energy_mean", "energy_var", "acceptance")
+
+    @property
+    def driver(self) -> VMC:
+        return self.vmc
+
+    def _block(self, sweeps: int) -> dict:
+        energies, acceptance = self.vmc.sweep(sweeps)
+        var = energies.var(axis=1, ddof=1) if energies.shape[1] > 1 else np.zeros(sweeps)
+        return {"energy_mean": energies.mean(axis=1), "energy_var": var, "acceptance": [acceptance]}
+
+    def energy_series(self) -> np.ndarray:
+        """Walker-averaged energy per particle (or per the system's normalisation) of every sweep."""
+        return self.series_of("energy_mean") / self.system.energy_scale()
+
+    def estimates(self) -> dict:
+        series = self.energy_series()
+        if not series.size:
+            return {}
+        return {self.system.energy_key: estimate(series),
+                "energy_variance": estimate(self.series_of("energy_var"))}
+
+    @property
+    def acceptance(self) -> float:
+        # blocks differ in length only in the last one; weight each block by its sweeps
+        acc, sizes = self.series_of("acceptance"), np.array([len(p) for p in self.series["energy_mean"]])
+        return float(np.dot(acc, sizes) / sizes.sum()) if sizes.size else float("nan")
+
+
+class DMCRun(_Run):
+    """A DMC run: VMC equilibration, ``dmc_equilibration`` unrecorded DMC steps, then blocks."""
+
+    method = "dmc"
+    SERIES = ("mixed_energy", "weight", "population", "trial_energy", "killed", "copied", "removed",
+              "acceptance")
+
+    def __init__(self, config: RunConfig, checkpoint_path=None):
+        super().__init__(config, checkpoint_path)
+        self.dmc: DMC | None = None
+
+    def _make_dmc(self) -> DMC:
+        return DMC(self.system, self.vmc.walkers, dt=self.config.dt, target_walkers=self.config.target_walkers,
+                   drift_cap=self.config.drift_cap)
+
+    def _after_equilibration(self) -> None:
+        self.dmc = self._make_dmc()
+        self.vmc = self.dmc.driver
+        for _ in range(self.config.dmc_equilibration):
+            self.dmc.step()
+
+    def _block(self, steps: int) -> dict:
+        records = [self.dmc.step() for _ in range(steps)]
+        return {name: [getattr(r, name) for r in records] for name in self.SERIES}
+
+    def energy_series(self) -> np.ndarray:
+        """Mixed-estimator energy per particle of every recorded DMC step."""
+        return self.series_of("mixed_energy") / self.system.energy_scale()
+
+    def estimates(self) -> dict:
+        series = self.energy_series()
+        if not series.size:
+            return {}
+        return {self.system.energy_key: estimate(series, weights=self.series_of("weight")),
+                "population": estimate(self.series_of("population").astype(float)),
+                "trial_energy": estimate(self.series_of("trial_energy") / self.system.energy_scale())}
+
+    @property
+    def acceptance(self) -> float:
+        acc = self.series_of("acceptance")
+        return float(acc.mean()) if acc.size else float("nan")
+
+    def _extra_result(self) -> dict:
+        removed = int(self.series_of("removed").sum())
+        return {"target_walkers": int(self.config.target_walkers),
+                "dmc_equilibration": int(self.config.dmc_equilibration),
+                "walkers_final": int(self.walkers.n_walkers),
+                "killed": int(self.series_of("killed").sum()), "copied": int(self.series_of("copied").sum()),
+                "nonfinite_removed": removed, "population_cap_hits": int(self.dmc.cap_warnings if self.dmc else 0)}
+
+    def _state(self) -> dict:
+        if self.dmc is None:
+            return {}
+        return {"reference_energy": self.dmc.reference_energy, "trial_energy": self.dmc.trial_energy,
+                "cap_warnings": self.dmc.cap_warnings}
+
+    def _save_arrays(self, f) -> None:
+        if self.dmc is not None:
+            f.create_dataset("dmc_energies", data=self.dmc.energies)
+
+    def _restore_state(self, state: dict) -> None:
+        if state:
+            self.dmc = self._make_dmc()
+            self.vmc = self.dmc.driver
+            self.dmc.reference_energy = state["reference_energy"]
+            self.dmc.trial_energy = state["trial_energy"]
+            self.dmc.cap_warnings = state["cap_warnings"]
+
+    def _load_arrays(self, f) -> None:
+        if self.dmc is not None:
+            self.dmc.energies = np.array(f["dmc_energies"])
+
+
+RUNS = {"vmc": VMCRun, "dmc": DMCRun}
+
+
+def make_run(config: RunConfig, checkpoint_path=None) -> _Run:
+    """The run object for ``config.method``."""
+    return RUNS[config.method](config, checkpoint_path=checkpoint_path)
+
+
+def resume_run(path) -> _Run:
+    """Continue the run whose checkpoint is at ``path`` (and keep checkpointing there)."""
+    with h5py.File(path, "r") as f:
+        attrs = ckpt.read_attrs(f)
+        if attrs.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"resume: {path} is not a qmckit run checkpoint")
+        config = RunConfig(**attrs["config"])
+        run = make_run(config, checkpoint_path=path)
+        run.vmc.walkers = Walkers.load(f["walkers"])  # the population may differ from the start
+        run.vmc.step = attrs["step"]
+        run.equilibrated = attrs["equilibrated"]
+        run.blocks_done = attrs["blocks_done"]
+        run.wall_s = attrs["wall_s"]
+        run._restore_state(attrs["state"])
+        run._load_arrays(f)
+        for name in run.SERIES:
+            group = f[f"series/{name}"]
+            run.series[name] = [np.array(group[key]) for key in sorted(group)]
+    return run
+

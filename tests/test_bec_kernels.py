@@ -41,7 +41,7 @@ def test_drift_and_local_energy_match_finite_differences(params):
     cache = np.zeros(system.cache_size())
     bec.recompute(R, p, cache)
     grad_fd, lap_fd = finite_difference(R, p)
-    assert np.allclose(cache[: 3 * params.n].reshape(-1, 3), grad_fd, rtol=1e-6, atol=1e-6)
+    assert np.allclose(cache[: 3 * params.n].reshape(3, -1).T, grad_fd, rtol=1e-6, atol=1e-6)
     potential = 0.5 * np.sum(R[:, 0] ** 2 + R[:, 1] ** 2 + params.lam**2 * R[:, 2] ** 2)
     e_fd = -0.5 * (lap_fd + np.sum(grad_fd**2)) + potential
     assert bec.local_energy(R, p, cache) == pytest.approx(e_fd, rel=1e-5, abs=1e-4)
@@ -69,13 +69,14 @@ def test_move_ratio_gradient_and_incremental_cache_match_full_recomputation():
         assert log_ratio == pytest.approx(expected, abs=1e-10)
         full = np.zeros_like(cache)
         bec.recompute(moved, p, full)
-        assert np.allclose(grad_new, full[3 * i: 3 * i + 3], atol=1e-10)
+        assert np.allclose(grad_new, full[: 3 * params.n].reshape(3, -1)[:, i], atol=1e-10)
         bec.accept_move(R, p, cache, i, r_new, grad_new)
         accepted += 1
     full = np.zeros_like(cache)
     bec.recompute(R, p, full)
     # 400 incremental updates drift from the full recomputation only by round-off
     assert np.max(np.abs(cache[: 3 * params.n] - full[: 3 * params.n])) < 1e-10
+    assert np.array_equal(cache[5 * params.n:], full[5 * params.n:])  # coordinate copies stay exact
     assert accepted > 200
 
 

@@ -17,9 +17,11 @@ Kernels follow the small protocol every continuum system implements (``R`` is on
 (log ψ ratio for one moved particle, gradient at the new point), ``accept_move``,
 ``local_energy`` and ``log_psi``.
 
-Cache layout (length 5N): ``[0, 3N)`` ∇_i ln ψ for every particle, kept up to date incrementally;
-``[3N, 4N)`` and ``[4N, 5N)`` u'(r)/r of the moved particle with each other particle, before and
-after the proposed move (scratch handed from ``test_move`` to ``accept_move``).
+Cache layout (length 8N, structure of arrays so that pair loops read unit-stride (N,) vectors):
+``[0, 3N)`` the x, y and z components of ∇_i ln ψ for every particle, kept up to date
+incrementally; ``[3N, 4N)`` and ``[4N, 5N)`` u'(r)/r of the moved particle with each other
+particle before and after the proposed move (scratch handed from ``test_move`` to
+``accept_move``); ``[5N, 8N)`` copies of the x, y and z coordinates.
 """
 from __future__ import annotations
 
@@ -104,28 +106,29 @@ def log_psi(R, p):
     return total
 
 
-@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH, inline="always")
-def _pair_sums(R, i, a):
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
+def _pair_sums(X, Y, Z, i, a):
     """Σ_{j≠i} u'(r_ij) r̂_ij (3 numbers) and Σ_{j≠i} u'(r_ij)² for particle ``i``.
 
-    The loop runs over every j and masks j = i instead of splitting the range: one branch-free
-    loop from 0 is what LLVM vectorises (each pair is then visited from both ends, which costs
-    less than a scalar loop over i < j).
+    X, Y, Z are the coordinates as separate (N,) arrays: unit-stride loads are what make this
+    loop vectorise well. It runs over every j and masks j = i branch-free (a zero distance gets
+    a dummy value and a zero weight) instead of splitting the range; each pair is then visited
+    from both ends, which still costs less than a scalar loop over i < j.
     """
-    N = R.shape[0]
-    xi, yi, zi = R[i, 0], R[i, 1], R[i, 2]
+    xi, yi, zi = X[i], Y[i], Z[i]
+    d_self2 = (2.0 * a + 1.0) ** 2
     gx = 0.0
     gy = 0.0
     gz = 0.0
     lap = 0.0
-    for j in range(N):
-        dx = xi - R[j, 0]
-        dy = yi - R[j, 1]
-        dz = zi - R[j, 2]
-        r = math.sqrt(dx * dx + dy * dy + dz * dz)
-        r = r if j != i else 2.0 * a + 1.0  # any distance > a; the term is masked below
-        du = a / (r * (r - a))  # u'(r)
-        du = du if j != i else 0.0
+    for j in range(X.shape[0]):
+        dx = xi - X[j]
+        dy = yi - Y[j]
+        dz = zi - Z[j]
+        r2 = dx * dx + dy * dy + dz * dz
+        other = 1.0 if r2 > 0.0 else 0.0  # 0 only for j = i: distinct bosons never coincide
+        r = math.sqrt(r2 + (1.0 - other) * d_self2)
+        du = other * a / (r * (r - a))  # u'(r)
         c = du / r
         gx += c * dx
         gy += c * dy
@@ -134,43 +137,55 @@ def _pair_sums(R, i, a):
     return gx, gy, gz, lap
 
 
+@nb.njit(cache=True, inline="always")
+def _views(cache, N):
+    """The cache row as named (N,) views: gradient components, pair scratch, coordinates."""
+    return (cache[0:N], cache[N:2 * N], cache[2 * N:3 * N], cache[3 * N:4 * N], cache[4 * N:5 * N],
+            cache[5 * N:6 * N], cache[6 * N:7 * N], cache[7 * N:8 * N])
+
+
 @nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
 def recompute(R, p, cache):
-    """Fill the cache from scratch: ∇_i ln ψ for all i (O(N²))."""
+    """Fill the cache from scratch: coordinates copied from R, ∇_i ln ψ for all i (O(N²))."""
     alpha, lam, a = p[0], p[1], p[2]
     N = R.shape[0]
+    gx, gy, gz, c_old, c_new, X, Y, Z = _views(cache, N)
     for i in range(N):
-        cache[3 * i] = -2.0 * alpha * R[i, 0]
-        cache[3 * i + 1] = -2.0 * alpha * R[i, 1]
-        cache[3 * i + 2] = -2.0 * alpha * lam * R[i, 2]
+        X[i] = R[i, 0]
+        Y[i] = R[i, 1]
+        Z[i] = R[i, 2]
+        c_old[i] = 0.0
+        c_new[i] = 0.0
+    for i in range(N):
+        gx[i] = -2.0 * alpha * X[i]
+        gy[i] = -2.0 * alpha * Y[i]
+        gz[i] = -2.0 * alpha * lam * Z[i]
         if a > 0.0:
-            gx, gy, gz, _ = _pair_sums(R, i, a)
-            cache[3 * i] += gx
-            cache[3 * i + 1] += gy
-            cache[3 * i + 2] += gz
+            px, py, pz, _ = _pair_sums(X, Y, Z, i, a)
+            gx[i] += px
+            gy[i] += py
+            gz[i] += pz
 
 
 @nb.njit(cache=True, inline="always")
 def gradient(R, p, cache, i, out):
     """∇_i ln ψ(R) of particle ``i`` (from the cache) into ``out`` (3,)."""
-    out[0] = cache[3 * i]
-    out[1] = cache[3 * i + 1]
-    out[2] = cache[3 * i + 2]
+    N = R.shape[0]
+    out[0] = cache[i]
+    out[1] = cache[N + i]
+    out[2] = cache[2 * N + i]
 
 
 @nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
-def _pair_move(R, i, x, y, z, a, c_old, c_new):
+def _pair_move(X, Y, Z, i, x, y, z, a, c_old, c_new):
     """Pair part of moving particle ``i`` to (x, y, z): Π_j f(r'_ij)/f(r_ij), Σ_j u'(r'_ij) r̂'_ij,
     the number of overlaps, and u'(r)/r before/after into ``c_old``/``c_new`` (N,).
 
-    Kept apart from ``test_move`` with the new position as scalars: that is the form LLVM
-    vectorises (with ``r_new`` read from an array inside the same function it does not).
-    j = i is masked branch-free: it gets the same dummy distance d > a before and after (ratio
-    factor 1, no false overlap), its gradient term is subtracted after the loop, and its
-    c_old/c_new entries are junk that ``accept_move`` overwrites.
+    j = i is masked branch-free (which keeps the loop vectorisable): it gets the same dummy
+    distance d > a before and after (ratio factor 1, no false overlap), its gradient term is
+    subtracted after the loop, and its c_old/c_new entries are junk that ``accept_move`` ignores.
     """
-    N = R.shape[0]
-    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+    xo, yo, zo = X[i], Y[i], Z[i]
     d_self = 2.0 * a + 1.0
     d_self2 = d_self * d_self
     ratio = 1.0
@@ -178,20 +193,21 @@ def _pair_move(R, i, x, y, z, a, c_old, c_new):
     gy = 0.0
     gz = 0.0
     overlaps = 0.0
-    for j in range(N):
-        dxo = xo - R[j, 0]
-        dyo = yo - R[j, 1]
-        dzo = zo - R[j, 2]
-        dxn = x - R[j, 0]
-        dyn = y - R[j, 1]
-        dzn = z - R[j, 2]
+    for j in range(X.shape[0]):
+        dxo = xo - X[j]
+        dyo = yo - Y[j]
+        dzo = zo - Z[j]
+        dxn = x - X[j]
+        dyn = y - Y[j]
+        dzn = z - Z[j]
         ro2 = dxo * dxo + dyo * dyo + dzo * dzo
         other = 1.0 if ro2 > 0.0 else 0.0  # 0 only for j = i: distinct bosons never coincide
         ro = math.sqrt(ro2 + (1.0 - other) * d_self2)
         rn = math.sqrt(other * (dxn * dxn + dyn * dyn + dzn * dzn) + (1.0 - other) * d_self2)
         # u'(r)/r = a/(r²(r − a)) before and after the move, and f(rn)/f(ro), from ONE division
-        # (divisions, not square roots, bound this loop): with A = rn(rn − a), B = ro(ro − a)
-        # and q = 1/(rn² A ro² B): cn = a q rn ro² B, co = a q ro rn² A, f(rn)/f(ro) = q A² ro⁴.
+        # (divisions, more than square roots, bound this loop): with A = rn(rn − a),
+        # B = ro(ro − a) and q = 1/(rn² A ro² B): cn = a q rn ro² B, co = a q ro rn² A and
+        # f(rn)/f(ro) = q A² ro⁴.
         big_a = rn * (rn - a)
         big_b = ro * (ro - a)
         ro_sq = ro * ro
@@ -224,7 +240,8 @@ def test_move(R, p, cache, i, r_new, grad_new):
     grad_new[1] = -2.0 * alpha * y
     grad_new[2] = -2.0 * alpha * lam * z
     if a > 0.0:
-        ratio, gx, gy, gz, overlaps = _pair_move(R, i, x, y, z, a, cache[3 * N: 4 * N], cache[4 * N: 5 * N])
+        _, _, _, c_old, c_new, X, Y, Z = _views(cache, N)
+        ratio, gx, gy, gz, overlaps = _pair_move(X, Y, Z, i, x, y, z, a, c_old, c_new)
         if overlaps > 0.0:
             return -np.inf
         log_ratio += math.log(ratio)
@@ -235,44 +252,49 @@ def test_move(R, p, cache, i, r_new, grad_new):
 
 
 @nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
-def accept_move(R, p, cache, i, r_new, grad_new):
-    """Move particle ``i`` to ``r_new`` and update every cached gradient in O(N)."""
-    a = p[2]
-    N = R.shape[0]
-    if a > 0.0:
-        _pair_accept(R, i, r_new[0], r_new[1], r_new[2], cache[: 3 * N].reshape((N, 3)),
-                     cache[3 * N: 4 * N], cache[4 * N: 5 * N])
-    for k in range(3):
-        R[i, k] = r_new[k]
-        cache[3 * i + k] = grad_new[k]
+def _pair_accept(X, Y, Z, i, x, y, z, gx, gy, gz, c_old, c_new):
+    # particle j's pair term with i is c·(r_j − r_i): remove the old one, add the new one
+    # (j = i gets junk here; accept_move then overwrites its gradient)
+    xo, yo, zo = X[i], Y[i], Z[i]
+    for j in range(X.shape[0]):
+        co = c_old[j]
+        cn = c_new[j]
+        gx[j] += cn * (X[j] - x) - co * (X[j] - xo)
+        gy[j] += cn * (Y[j] - y) - co * (Y[j] - yo)
+        gz[j] += cn * (Z[j] - z) - co * (Z[j] - zo)
 
 
 @nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
-def _pair_accept(R, i, x, y, z, grad, c_old, c_new):
-    # particle j's pair term with i is c·(r_j − r_i): remove the old one, add the new one
-    # (j = i gets junk here; accept_move then overwrites its gradient)
-    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
-    for j in range(R.shape[0]):
-        co = c_old[j]
-        cn = c_new[j]
-        grad[j, 0] += cn * (R[j, 0] - x) - co * (R[j, 0] - xo)
-        grad[j, 1] += cn * (R[j, 1] - y) - co * (R[j, 1] - yo)
-        grad[j, 2] += cn * (R[j, 2] - z) - co * (R[j, 2] - zo)
+def accept_move(R, p, cache, i, r_new, grad_new):
+    """Move particle ``i`` to ``r_new`` and update every cached gradient in O(N)."""
+    N = R.shape[0]
+    gx, gy, gz, c_old, c_new, X, Y, Z = _views(cache, N)
+    if p[2] > 0.0:
+        _pair_accept(X, Y, Z, i, r_new[0], r_new[1], r_new[2], gx, gy, gz, c_old, c_new)
+    R[i, 0] = X[i] = r_new[0]
+    R[i, 1] = Y[i] = r_new[1]
+    R[i, 2] = Z[i] = r_new[2]
+    gx[i] = grad_new[0]
+    gy[i] = grad_new[1]
+    gz[i] = grad_new[2]
 
 
 @nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
 def local_energy(R, p, cache):
-    """E_L(R) in ħω_⊥ for the whole walker (not per particle), recomputed from scratch in O(N²)."""
+    """E_L(R) in ħω_⊥ for the whole walker (not per particle), from the positions alone, O(N²)."""
     alpha, lam, a = p[0], p[1], p[2]
     N = R.shape[0]
+    X = np.ascontiguousarray(R[:, 0])
+    Y = np.ascontiguousarray(R[:, 1])
+    Z = np.ascontiguousarray(R[:, 2])
     energy = N * alpha * (2.0 + lam)
     for i in range(N):
-        x, y, z = R[i, 0], R[i, 1], R[i, 2]
+        x, y, z = X[i], Y[i], Z[i]
         gx = -2.0 * alpha * x
         gy = -2.0 * alpha * y
         gz = -2.0 * alpha * lam * z
         if a > 0.0:
-            px, py, pz, lap = _pair_sums(R, i, a)
+            px, py, pz, lap = _pair_sums(X, Y, Z, i, a)
             gx += px
             gy += py
             gz += pz
@@ -311,7 +333,7 @@ class TrappedBosons:
         return np.array([p.alpha, p.lam, p.a])
 
     def cache_size(self) -> int:
-        return 5 * self.params.n
+        return 8 * self.params.n
 
     def energy_scale(self) -> float:
         """Divide walker energies by this to report ``energy_per_particle``."""

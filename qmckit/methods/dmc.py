@@ -1,0 +1,152 @@
+"""Diffusion Monte Carlo with importance sampling, generic over continuum systems.
+
+One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bosons):
+
+1. drift–diffusion with Metropolis accept/reject: one sweep of N single-particle moves with the
+   exact Green's-function ratio of :mod:`qmckit.methods.vmc` (the same compiled kernel);
+2. branching once per step with q = exp(−Δτ (½(E_L + E_L') − E_T)) and ⌊q + u⌋ copies, u from
+   the walker's own stream; copies get forked streams, so runs are reproducible from the seed;
+3. trial-energy feedback (documented assumption, the thesis gives none):
+   E_T = E_ref − ln(W / W_target) / τ_fb, where E_ref is an exponential moving average of the
+   mixed estimator with time constant ``reference_time`` and τ_fb = ``feedback_time``: the
+   population relaxes to its target in about τ_fb. Population-control bias shrinks as 1/W_target.
+
+The mixed estimator of each step is Σ q E_L' / Σ q over the walkers before branching (the
+branching weights q are the walker weights); blocks are reblocked with those weights.
+
+Guards: walkers whose positions or energy are not finite are removed and counted, never
+averaged; when branching would exceed ``max_walkers`` the population is thinned evenly with a
+warning. Optionally (``energy_cap``, on by default) E_L − E_T in the branching factor is limited
+to ±0.2 √(N/Δτ), the size-consistent cut-off of Zen et al., Phys. Rev. B 93, 241118 (2016); a
+walker stuck near a hard-core contact or a node then cannot explode the population.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import rng as _rng
+from .vmc import VMC
+
+
+@dataclass
+class StepRecord:
+    """What one DMC step did. Energies are for the whole walker in the system's unit."""
+
+    mixed_energy: float   # Σ q E_L' / Σ q
+    weight: float         # Σ q (weight of this step's mixed estimate)
+    population: int       # walkers after branching
+    trial_energy: float   # E_T used for this step's branching
+    killed: int
+    copied: int
+    removed: int          # non-finite walkers dropped
+    acceptance: float
+
+
+class DMC:
+    """Importance-sampled DMC driver for ``system`` on a walker ensemble (which it replaces as
+    the population changes: read ``dmc.walkers``).
+
+    Parameters
+    ----------
+    dt : time step Δτ
+    target_walkers : population the trial-energy feedback aims at (default: the initial count)
+    feedback_time : τ_fb of the E_T feedback, in time units
+    reference_time : time constant of the running energy reference E_ref
+    max_walkers : hard cap (default 2 × target)
+    energy_cap, drift_cap : limit E_L in the branching factor / the drift (see module doc)
+    """
+
+    def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
+                 feedback_time: float = 0.1, reference_time: float = 1.0, max_walkers: int | None = None,
+                 energy_cap: bool = True, drift_cap: bool = True):
+        for name, value in (("dt", dt), ("feedback_time", feedback_time), ("reference_time", reference_time)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        self.system = system
+        self.dt = float(dt)
+        self.target_walkers = int(target_walkers or walkers.n_walkers)
+        if self.target_walkers < 1:
+            raise ValueError(f"target_walkers must be a positive integer, got {target_walkers!r}")
+        self.max_walkers = int(max_walkers or 2 * self.target_walkers)
+        self.feedback_time = float(feedback_time)
+        self.reference_time = float(reference_time)
+        self.energy_cap = bool(energy_cap)
+        self.driver = VMC(system, walkers, sampler="drift", dt=dt, drift_cap=drift_cap)
+        self.energies = self.driver.local_energies()
+        self.reference_energy = float(np.mean(self.energies))
+        self.trial_energy = self.reference_energy
+        self.cap_warnings = 0
+
+    @property
+    def walkers(self):
+        return self.driver.walkers
+
+    def _set_walkers(self, walkers, energies):
+        self.driver.walkers = walkers
+        self.energies = energies
+
+    def set_dt(self, dt: float) -> None:
+        """Change Δτ (e.g. a few large steps to relax quickly, as in the thesis's Fig. 6.3b)."""
+        self.dt = self.driver.dt = float(dt)
+
+    def step(self) -> StepRecord:
+        walkers = self.walkers
+        e_old = self.energies
+        new, acceptance = self.driver.sweep(1)
+        e_new = new[0]
+
+        ok = np.isfinite(e_new) & np.isfinite(walkers.positions).all(axis=(1, 2))
+        removed = int(walkers.n_walkers - ok.sum())
+        if removed:
+            walkers = walkers.take(np.nonzero(ok)[0])
+            e_old, e_new = e_old[ok], e_new[ok]
+            self._set_walkers(walkers, e_new)
+            if walkers.n_walkers == 0:
+                raise FloatingPointError("DMC: every walker became non-finite")
+
+        e_trial = self.trial_energy
+        if self.energy_cap:
+            cut = 0.2 * math.sqrt(self.system.n_particles / self.dt)
+            shift = 0.5 * (np.clip(e_old - e_trial, -cut, cut) + np.clip(e_new - e_trial, -cut, cut))
+        else:
+            shift = 0.5 * (e_old + e_new) - e_trial
+        q = np.exp(-self.dt * shift)
+        weight = float(q.sum())
+        mixed = float(np.dot(q, e_new) / weight)
+
+        counts = np.empty(walkers.n_walkers, dtype=np.int64)
+        _rng.branch_counts(walkers.rng_states, q, counts)
+        killed = int(np.count_nonzero(counts == 0))
+        copied = int(np.sum(np.maximum(counts - 1, 0)))
+        if killed or copied:
+            index = np.repeat(np.arange(walkers.n_walkers), counts)
+            if index.size == 0:
+                raise FloatingPointError("DMC: the population died out; lower dt or raise the walker count")
+            if index.size > self.max_walkers:
+                self.cap_warnings += 1
+                warnings.warn(f"DMC population {index.size} exceeds max_walkers = {self.max_walkers}; "
+                              "thinned evenly (check dt, the trial function or the energy cap)",
+                              RuntimeWarning, stacklevel=2)
+                index = index[np.linspace(0, index.size - 1, self.max_walkers).round().astype(np.int64)]
+            first = np.ones(index.size, dtype=bool)
+            first[1:] = index[1:] != index[:-1]
+            new_walkers = walkers.take(index)
+            children = np.nonzero(~first)[0]
+            if children.size:
+                # each copy forks from the first copy of its parent (which precedes it)
+                parent_row = np.maximum.accumulate(np.where(first, np.arange(index.size), 0))
+                _rng.fork(new_walkers.rng_states, parent_row[children], children)
+            self._set_walkers(new_walkers, e_new[index])
+        else:
+            self.energies = e_new
+
+        # feedback for the next step
+        population = self.walkers.n_walkers
+        self.reference_energy += min(1.0, self.dt / self.reference_time) * (mixed - self.reference_energy)
+        self.trial_energy = self.reference_energy - math.log(population / self.target_walkers) / self.feedback_time
+        return StepRecord(mixed_energy=mixed, weight=weight, population=population, trial_energy=e_trial,
+                          killed=killed, copied=copied, removed=removed, acceptance=acceptance)

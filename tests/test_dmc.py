@@ -1,0 +1,96 @@
+"""DMC against exact answers, its guards, and reproducible pause/resume."""
+import math
+import threading
+
+import numpy as np
+import pytest
+
+from qmckit import RunConfig
+from qmckit.methods.dmc import DMC
+from qmckit.runs import DMCRun, make_run, resume_run
+from qmckit.systems.bec import TrappedBosons
+
+LAM = math.sqrt(8.0)
+
+
+def dmc_run(steps, **kwargs):
+    params = {k: kwargs.pop(k) for k in ("n", "lam", "a", "alpha")}
+    run = make_run(RunConfig(system="bec", params=params, method="dmc", steps=steps, **kwargs))
+    run.run()
+    return run
+
+
+@pytest.mark.parametrize("dt", [0.1, 0.01])
+def test_exact_trial_function_zero_variance_and_no_time_step_error(dt):
+    run = dmc_run(100, n=10, lam=LAM, a=0.0, alpha=0.5, walkers=50, dt=dt, seed=1)
+    energy = run.estimates()["energy_per_particle"]
+    assert abs(energy.mean - (2 + LAM) / 2) < 1e-10 and energy.error < 1e-10
+    assert run.series_of("killed").sum() == 0 and run.series_of("copied").sum() == 0
+
+
+def test_relaxes_from_alpha_0_6_to_the_ground_state():
+    # Fig. 6.3 of study 002: VMC at α = 0.6 sits at 2.45446; DMC must reach (2 + λ)/2 = 2.41421
+    run = dmc_run(3000, n=10, lam=LAM, a=0.0, alpha=0.6, walkers=200, dt=0.01, seed=2, dmc_equilibration=200)
+    energy = run.estimates()["energy_per_particle"]
+    assert abs(energy.mean - (2 + LAM) / 2) < 3 * energy.error, energy
+    assert energy.error < 3e-3
+    assert 2.45446 - energy.mean > 10 * energy.error  # clearly below the VMC energy it started from
+    population = run.series_of("population")
+    assert 0.8 * 200 < population.mean() < 1.2 * 200  # the feedback holds the target
+
+
+def test_same_seed_same_numbers_and_pause_resume_matches(tmp_path):
+    config = dict(system="bec", params=dict(n=6, lam=1.0, a=0.2, alpha=0.45), method="dmc", walkers=40,
+                  steps=120, block=20, dt=0.02, seed=5)
+    whole = make_run(RunConfig(**config)).run()
+    again = make_run(RunConfig(**config)).run()
+    assert whole["estimates"] == again["estimates"] and whole["walkers_final"] == again["walkers_final"]
+    stop = threading.Event()
+    first = make_run(RunConfig(**config), checkpoint_path=tmp_path / "dmc.h5")
+    for done, _ in first.blocks(stop):
+        if done == 3:
+            stop.set()
+    resumed = resume_run(tmp_path / "dmc.h5")
+    assert isinstance(resumed, DMCRun) and resumed.blocks_done == 3
+    finished = resumed.run()
+    drop = {"wall_s"}
+    assert {k: v for k, v in finished.items() if k not in drop} == {k: v for k, v in whole.items() if k not in drop}
+    assert whole["copied"] > 0 and whole["killed"] > 0  # branching really happened
+
+
+def test_nonfinite_walkers_are_removed_and_reported():
+    system = TrappedBosons(n=4, lam=1.0, a=0.0, alpha=0.6)
+    from qmckit.walkers import Walkers
+
+    walkers = Walkers.from_positions(system.initial_positions(20, np.random.default_rng(0)), 0, system.cache_size())
+    dmc = DMC(system, walkers, dt=0.01)
+    dmc.walkers.positions[3, 0, 0] = np.nan
+    record = dmc.step()
+    assert record.removed == 1
+    assert np.isfinite(record.mixed_energy)
+    assert np.isfinite(dmc.walkers.positions).all()
+
+
+def test_population_cap_warns_and_thins():
+    system = TrappedBosons(n=4, lam=1.0, a=0.0, alpha=0.6)
+    from qmckit.walkers import Walkers
+
+    walkers = Walkers.from_positions(system.initial_positions(50, np.random.default_rng(0)), 0, system.cache_size())
+    dmc = DMC(system, walkers, dt=0.05, max_walkers=55, energy_cap=False)
+    dmc.trial_energy += 40.0  # far too high: every walker multiplies
+    with pytest.warns(RuntimeWarning, match="max_walkers"):
+        dmc.step()
+    assert dmc.walkers.n_walkers == 55
+    # copies got fresh streams: no two walkers share a random state
+    states = {tuple(s) for s in dmc.walkers.rng_states}
+    assert len(states) == 55
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(dt=0.0), "dt"), (dict(feedback_time=-1.0), "feedback_time")])
+def test_bad_dmc_parameters(kwargs, name):
+    system = TrappedBosons(n=2, lam=1.0, a=0.0, alpha=0.5)
+    from qmckit.walkers import Walkers
+
+    walkers = Walkers.from_positions(system.initial_positions(4, np.random.default_rng(0)), 0, system.cache_size())
+    with pytest.raises(ValueError, match=name):
+        DMC(system, walkers, **kwargs)
