@@ -72,6 +72,12 @@ def _add_method_options(p):
     p.add_argument("--dt", type=_finite_float, default=None, help="time step of the drift sampler (default 0.05)")
     p.add_argument("--no-drift-cap", dest="drift_cap", action="store_false", default=None,
                    help="use the raw drift (exact either way; the cap only helps near hard-core contacts)")
+    p.add_argument("--green", choices=["moved", "all"], default=None,
+                   help="Green's-function ratio: moved (exact, default) or all (study 002's variant)")
+    p.add_argument("--accept-uniform", dest="accept_uniform", choices=["fresh", "reuse"], default=None,
+                   help="acceptance uniform: fresh (exact, default) or reuse (study 002's variant)")
+    p.add_argument("--hard-core", dest="hard_core", choices=["reject", "redraw"], default=None,
+                   help="overlapping proposal: reject (exact, default) or redraw (study 002's variant)")
     p.add_argument("--walkers", type=_positive_int, default=None, help="number of walkers (default 200)")
     p.add_argument("--target-walkers", dest="target_walkers", type=_positive_int, default=None,
                    help="DMC population target (default: --walkers)")
@@ -89,7 +95,7 @@ def _add_method_options(p):
 
 
 _RUN_KEYS = ("method", "sampler", "dt", "drift_cap", "walkers", "steps", "equilibration", "block", "seed", "backend",
-             "target_walkers", "dmc_equilibration")
+             "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core")
 
 
 def _fail(message: str) -> int:

@@ -60,13 +60,24 @@ def uniform(states, w):
 
 
 @nb.njit(inline="always", cache=True)
-def normal_pair(states, w):
-    """Two independent standard normal deviates (Box–Muller)."""
+def normal_pair_u(states, w):
+    """Two independent standard normal deviates (Box–Muller) and the uniform that set their angle.
+
+    The angle uniform is returned only so that study 002's flawed reuse of it as the
+    Metropolis uniform can be reproduced on request (its doubt D2).
+    """
     u1 = 1.0 - uniform(states, w)  # (0, 1]: log is finite
     u2 = uniform(states, w)
     radius = math.sqrt(-2.0 * math.log(u1))
     angle = 2.0 * math.pi * u2
-    return radius * math.cos(angle), radius * math.sin(angle)
+    return radius * math.cos(angle), radius * math.sin(angle), u2
+
+
+@nb.njit(inline="always", cache=True)
+def normal_pair(states, w):
+    """Two independent standard normal deviates (Box–Muller)."""
+    z0, z1, _ = normal_pair_u(states, w)
+    return z0, z1
 
 
 @nb.njit(cache=True)

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .methods.dmc import DMC
-from .methods.vmc import SAMPLERS, VMC
+from .methods.vmc import SAMPLERS, VMC, variant_flags
 from .stats import estimate
 from .systems import make_system
 from .walkers import Walkers
@@ -55,10 +55,14 @@ class RunConfig:
     backend: str = "auto"
     target_walkers: int | None = None
     dmc_equilibration: int | None = None
+    green: str = "moved"            # study 002's deviations, for demonstrations only:
+    accept_uniform: str = "fresh"   # "all", "reuse" and "redraw" (see qmckit.methods.vmc)
+    hard_core: str = "reject"
 
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        variant_flags(self.green, self.accept_uniform, self.hard_core)
         if self.method == "dmc" and self.sampler != "drift":
             raise ValueError(f"sampler must be drift for dmc (importance-sampled drift-diffusion), got {self.sampler!r}")
         if self.sampler not in SAMPLERS:
@@ -95,6 +99,9 @@ class RunConfig:
         # validate the physics parameters now, so bad input fails before any work
         self.params = make_system(self.system, **self.params).params.as_dict()
 
+    def variant_options(self) -> dict:
+        return {"green": self.green, "accept_uniform": self.accept_uniform, "hard_core": self.hard_core}
+
     @property
     def n_blocks(self) -> int:
         return math.ceil(self.steps / self.block)
@@ -117,7 +124,7 @@ class _Run:
         positions = self.system.initial_positions(config.walkers, np.random.default_rng(start_seq))
         walkers = Walkers.from_positions(positions, walker_seq, self.system.cache_size())
         self.vmc = VMC(self.system, walkers, sampler=config.sampler, dt=config.dt, step=config.step,
-                       drift_cap=config.drift_cap)
+                       drift_cap=config.drift_cap, **config.variant_options())
         self.equilibrated = False
         self.blocks_done = 0
         self.series: dict[str, list[np.ndarray]] = {name: [] for name in self.SERIES}
@@ -198,6 +205,8 @@ class _Run:
             "acceptance": float(self.acceptance),
             "wall_s": self.wall_s,
         }
+        if variant_flags(**cfg.variant_options()):
+            out["seed_variants"] = cfg.variant_options()
         out.update(self._extra_result())
         return out
 
@@ -284,7 +293,7 @@ class DMCRun(_Run):
 
     def _make_dmc(self) -> DMC:
         return DMC(self.system, self.vmc.walkers, dt=self.config.dt, target_walkers=self.config.target_walkers,
-                   drift_cap=self.config.drift_cap)
+                   drift_cap=self.config.drift_cap, **self.config.variant_options())
 
     def _after_equilibration(self) -> None:
         self.dmc = self._make_dmc()

@@ -58,11 +58,13 @@ class DMC:
     reference_time : time constant of the running energy reference E_ref
     max_walkers : hard cap (default 2 × target)
     energy_cap, drift_cap : limit E_L in the branching factor / the drift (see module doc)
+    variants : study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
+        passed to :class:`~qmckit.methods.vmc.VMC`
     """
 
     def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
                  feedback_time: float = 0.1, reference_time: float = 1.0, max_walkers: int | None = None,
-                 energy_cap: bool = True, drift_cap: bool = True):
+                 energy_cap: bool = True, drift_cap: bool = True, **variants):
         for name, value in (("dt", dt), ("feedback_time", feedback_time), ("reference_time", reference_time)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -75,7 +77,7 @@ class DMC:
         self.feedback_time = float(feedback_time)
         self.reference_time = float(reference_time)
         self.energy_cap = bool(energy_cap)
-        self.driver = VMC(system, walkers, sampler="drift", dt=dt, drift_cap=drift_cap)
+        self.driver = VMC(system, walkers, sampler="drift", dt=dt, drift_cap=drift_cap, **variants)
         self.energies = self.driver.local_energies()
         self.reference_energy = float(np.mean(self.energies))
         self.trial_energy = self.reference_energy

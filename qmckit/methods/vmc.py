@@ -27,6 +27,15 @@ from ..backends.specialise import specialise
 SAMPLERS = ("brute", "drift")
 _BRUTE, _DRIFT = 0, 1
 
+# Study 002's deviations from exact Metropolis–Hastings (its doubts D1, D2, D5), offered only to
+# show their consequences: the Green's-function ratio summed over all particles, the Box–Muller
+# angle uniform reused as the acceptance uniform, and a hard-core overlap redrawn instead of
+# rejected.
+VARIANT_ALL_PARTICLE_GF = 1
+VARIANT_REUSE_UNIFORM = 2
+VARIANT_REDRAW = 4
+_MAX_REDRAWS = 1000
+
 
 @nb.njit(cache=True, inline="always")
 def _drift_scale(v, dt, cap):
@@ -52,15 +61,19 @@ def _drift_scale(v, dt, cap):
 # run from here: qmckit.backends.specialise copies them into one generated module per system, where
 # those names are the system's kernels and numba compiles and caches them.
 
-def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, energies, accepted):
+def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, variant, energies, accepted):
     """Run ``n_sweeps`` sweeps of N single-particle moves on every walker (in parallel).
 
-    ``energies`` is ``(n_sweeps, W)``, filled with each walker's local energy after every sweep,
-    or ``(0, W)`` to skip measuring; ``accepted`` ``(W,)`` receives the accepted-move counts.
+    ``variant`` is 0 for exact Metropolis–Hastings or a bit mask of study 002's deviations
+    (``VARIANT_*``). ``energies`` is ``(n_sweeps, W)``, filled with each walker's local energy after
+    every sweep, or ``(0, W)`` to skip measuring; ``accepted`` ``(W,)`` receives accepted-move counts.
     """
     W, N, d = positions.shape
     measure = energies.shape[0] > 0
     sqrt_dt = math.sqrt(dt)
+    gf_all = (variant & VARIANT_ALL_PARTICLE_GF) != 0
+    reuse_uniform = (variant & VARIANT_REUSE_UNIFORM) != 0
+    redraw = (variant & VARIANT_REDRAW) != 0
     for w in nb.prange(W):
         R = positions[w]
         cache = caches[w]
@@ -71,21 +84,29 @@ def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap,
         for s in range(n_sweeps):
             for i in range(N):
                 if sampler == _BRUTE:
-                    for k in range(d):
-                        r_new[k] = R[i, k] + step * (_rng.uniform(states, w) - 0.5)
-                    log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                    for attempt in range(_MAX_REDRAWS):
+                        for k in range(d):
+                            r_new[k] = R[i, k] + step * (_rng.uniform(states, w) - 0.5)
+                        log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                        if not redraw or log_ratio > -np.inf:
+                            break
                     log_accept = 2.0 * log_ratio
+                    u = _rng.uniform(states, w)
                 else:
                     gradient(R, p, cache, i, g_old)
                     scale_old = _drift_scale(g_old, dt, drift_cap)
-                    k = 0
-                    while k < d:
-                        z0, z1 = _rng.normal_pair(states, w)
-                        r_new[k] = R[i, k] + dt * scale_old * g_old[k] + sqrt_dt * z0
-                        if k + 1 < d:
-                            r_new[k + 1] = R[i, k + 1] + dt * scale_old * g_old[k + 1] + sqrt_dt * z1
-                        k += 2
-                    log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                    angle_uniform = 0.0
+                    for attempt in range(_MAX_REDRAWS):
+                        k = 0
+                        while k < d:
+                            z0, z1, angle_uniform = _rng.normal_pair_u(states, w)
+                            r_new[k] = R[i, k] + dt * scale_old * g_old[k] + sqrt_dt * z0
+                            if k + 1 < d:
+                                r_new[k + 1] = R[i, k + 1] + dt * scale_old * g_old[k + 1] + sqrt_dt * z1
+                            k += 2
+                        log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                        if not redraw or log_ratio > -np.inf:
+                            break
                     scale_new = _drift_scale(g_new, dt, drift_cap)
                     # ln G(r'→r) − ln G(r→r') for the moved particle only
                     forward = 0.0
@@ -96,7 +117,9 @@ def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap,
                         forward += f * f
                         backward += b * b
                     log_accept = 2.0 * log_ratio + (forward - backward) / (2.0 * dt)
-                u = _rng.uniform(states, w)
+                    if gf_all and log_ratio > -np.inf:
+                        log_accept += other_drift_change(R, p, cache, i, r_new, dt)
+                    u = angle_uniform if reuse_uniform else _rng.uniform(states, w)
                 if log_ratio > -np.inf and u < math.exp(min(log_accept, 0.0)):
                     accept_move(R, p, cache, i, r_new, g_new)
                     n_acc += 1
@@ -124,8 +147,22 @@ _PARALLEL = "@nb.njit(parallel=True, cache=True, error_model=\"numpy\")"
 def kernels_for(system_class):
     """The compiled (and disk-cached) driver kernels for one system class."""
     return specialise(sys.modules[__name__], ("sweeps", "recompute_all", "local_energies"),
-                      ("_rng", "_drift_scale", "_BRUTE", "_DRIFT"), sys.modules[system_class.__module__],
+                      ("_rng", "_drift_scale", "_BRUTE", "_DRIFT", "VARIANT_ALL_PARTICLE_GF",
+                       "VARIANT_REUSE_UNIFORM", "VARIANT_REDRAW", "_MAX_REDRAWS"), sys.modules[system_class.__module__],
                       "KERNELS", dict.fromkeys(("sweeps", "recompute_all", "local_energies"), _PARALLEL), "vmc")
+
+
+def variant_flags(green: str = "moved", accept_uniform: str = "fresh", hard_core: str = "reject") -> int:
+    """The kernel bit mask for the named Metropolis variants (0 is exact Metropolis–Hastings)."""
+    flags = 0
+    for name, value, exact, seed_variant, bit in (
+            ("green", green, "moved", "all", VARIANT_ALL_PARTICLE_GF),
+            ("accept_uniform", accept_uniform, "fresh", "reuse", VARIANT_REUSE_UNIFORM),
+            ("hard_core", hard_core, "reject", "redraw", VARIANT_REDRAW)):
+        if value not in (exact, seed_variant):
+            raise ValueError(f"{name} must be {exact!r} (exact) or {seed_variant!r} (study 002), got {value!r}")
+        flags |= bit if value == seed_variant else 0
+    return flags
 
 
 class VMC:
@@ -138,10 +175,15 @@ class VMC:
     step : initial side of the brute-force displacement cube (system length unit)
     target_acceptance : acceptance the brute-force step is tuned to during equilibration
     drift_cap : limit the drift near divergences (Umrigar et al. 1993); exact either way
+    green : "moved" (exact: only the moved particle's Green's function) or "all" (study 002's sum
+        over all particles, doubt D1)
+    accept_uniform : "fresh" (exact) or "reuse" (study 002's reuse of the Box–Muller angle, D2)
+    hard_core : "reject" (exact) or "redraw" (study 002's redraw until allowed, D5)
     """
 
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
-                 target_acceptance: float = 0.5, drift_cap: bool = True):
+                 target_acceptance: float = 0.5, drift_cap: bool = True, green: str = "moved",
+                 accept_uniform: str = "fresh", hard_core: str = "reject"):
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
         if not (dt > 0 and math.isfinite(dt)):
@@ -157,6 +199,7 @@ class VMC:
         self.step = float(step)
         self.target_acceptance = target_acceptance
         self.drift_cap = bool(drift_cap)
+        self.variant = variant_flags(green, accept_uniform, hard_core)
         self._p = system.kernel_params
         self._kernels = kernels_for(type(system))
         self.recompute()
@@ -182,7 +225,7 @@ class VMC:
         accepted = np.zeros(w.n_walkers, dtype=np.int64)
         self._kernels.sweeps(w.positions, w.caches, w.rng_states, self._p, n_sweeps,
                      _BRUTE if self.sampler == "brute" else _DRIFT, self.step, self.dt, self.drift_cap,
-                     energies, accepted)
+                     self.variant, energies, accepted)
         proposed = n_sweeps * w.n_walkers * w.n_particles
         return energies, (accepted.sum() / proposed if proposed else 0.0)
 

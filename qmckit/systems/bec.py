@@ -303,8 +303,31 @@ def local_energy(R, p, cache):
     return energy
 
 
+@nb.njit(cache=True, error_model="numpy", fastmath=_FASTMATH)
+def other_drift_change(R, p, cache, i, r_new, dt):
+    """(Δt/2) Σ_{j≠i} (|∇_j ln ψ(R)|² − |∇_j ln ψ(R')|²) for the move just tested.
+
+    The extra factor of study 002's all-particle Green's function (its doubt D1), with
+    F = 2∇ ln ψ and D = ½: exp((DΔt/4) Σ_{j≠i} (|F_j|² − |F'_j|²)). Exact sampling never uses it.
+    """
+    N = R.shape[0]
+    gx, gy, gz, c_old, c_new, X, Y, Z = _views(cache, N)
+    x, y, z = r_new[0], r_new[1], r_new[2]
+    xo, yo, zo = X[i], Y[i], Z[i]
+    total = 0.0
+    for j in range(N):
+        if j == i:
+            continue
+        hx = gx[j] + c_new[j] * (X[j] - x) - c_old[j] * (X[j] - xo)
+        hy = gy[j] + c_new[j] * (Y[j] - y) - c_old[j] * (Y[j] - yo)
+        hz = gz[j] + c_new[j] * (Z[j] - z) - c_old[j] * (Z[j] - zo)
+        total += gx[j] ** 2 + gy[j] ** 2 + gz[j] ** 2 - (hx * hx + hy * hy + hz * hz)
+    return 0.5 * dt * total
+
+
 KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
-                          accept_move=accept_move, local_energy=local_energy, log_psi=log_psi)
+                        accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
+                        other_drift_change=other_drift_change)
 
 
 class TrappedBosons:

@@ -10,6 +10,10 @@ test_move(R, p, cache, i, r_new, grad_new)  ln|ψ(R')/ψ(R)| for particle i move
 accept_move(R, p, cache, i, r_new, grad_new) commit the move tested last, updating the cache
 local_energy(R, p, cache)                   E_L(R) of the walker, in the system's energy unit
 log_psi(R, p)                               ln|ψ_T(R)| (tests and finite differences)
+other_drift_change(R, p, cache, i, r_new, dt)
+                                            (Δt/2) Σ_{j≠i} (|∇_j ln ψ(R)|² − |∇_j ln ψ(R')|²) after
+                                            test_move: only for study 002's all-particle Green's
+                                            function (a system may return NaN if it has none)
 """
 from typing import Callable, NamedTuple
 
@@ -21,3 +25,4 @@ class SystemKernels(NamedTuple):
     accept_move: Callable
     local_energy: Callable
     log_psi: Callable
+    other_drift_change: Callable
