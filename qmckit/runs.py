@@ -19,6 +19,7 @@ import numpy as np
 from . import checkpoint as ckpt
 from .methods.dmc import DMC
 from .methods.vmc import SAMPLERS, VMC, variant_flags
+from .observables import DensityHistogram, density_summary
 from .stats import estimate
 from .systems import make_system
 from .walkers import Walkers
@@ -55,6 +56,10 @@ class RunConfig:
     backend: str = "auto"
     target_walkers: int | None = None
     dmc_equilibration: int | None = None
+    density: str | None = None      # one-body density: "x", "y", "z", "r" or "rho" (None: off)
+    density_bins: int = 60
+    density_range: float | None = None  # histogram half-width / r_max (default 5 σ of the trap)
+    density_every: int = 1              # sweeps between density samples
     green: str = "moved"            # study 002's deviations, for demonstrations only:
     accept_uniform: str = "fresh"   # "all", "reuse" and "redraw" (see qmckit.methods.vmc)
     hard_core: str = "reject"
@@ -97,7 +102,18 @@ class RunConfig:
                 raise ValueError(f"{name} must be a {'positive' if name == 'block' else 'non-negative'} "
                                  f"integer, got {value!r}")
         # validate the physics parameters now, so bad input fails before any work
-        self.params = make_system(self.system, **self.params).params.as_dict()
+        system = make_system(self.system, **self.params)
+        self.params = system.params.as_dict()
+        if self.density is not None:
+            if not isinstance(self.density_every, (int, np.integer)) or self.density_every < 1:
+                raise ValueError(f"density_every must be a positive integer, got {self.density_every!r}")
+            self.make_density(system)  # validates kind, bins and range
+
+    def make_density(self, system) -> DensityHistogram | None:
+        if self.density is None:
+            return None
+        upper = self.density_range or system.density_range()
+        return DensityHistogram(self.density, self.density_bins, upper)
 
     def variant_options(self) -> dict:
         return {"green": self.green, "accept_uniform": self.accept_uniform, "hard_core": self.hard_core}
@@ -127,7 +143,9 @@ class _Run:
                        drift_cap=config.drift_cap, **config.variant_options())
         self.equilibrated = False
         self.blocks_done = 0
-        self.series: dict[str, list[np.ndarray]] = {name: [] for name in self.SERIES}
+        self.density = config.make_density(self.system)
+        self.series_names = self.SERIES + (("density",) if self.density is not None else ())
+        self.series: dict[str, list[np.ndarray]] = {name: [] for name in self.series_names}
         self.wall_s = 0.0
 
     @property
@@ -166,7 +184,9 @@ class _Run:
             start = time.perf_counter()
             self.vmc.recompute()  # discard the round-off of incremental cache updates
             records = self._block(min(cfg.block, cfg.steps - self.blocks_done * cfg.block))
-            for name in self.SERIES:
+            if self.density is not None:
+                records["density"] = self.density.take_block()[None, :]
+            for name in self.series_names:
                 self.series[name].append(np.asarray(records[name]))
             self.blocks_done += 1
             self.wall_s += time.perf_counter() - start
@@ -208,6 +228,8 @@ class _Run:
         if variant_flags(**cfg.variant_options()):
             out["seed_variants"] = cfg.variant_options()
         out.update(self._extra_result())
+        if self.density is not None and self.blocks_done:
+            out["density"] = density_summary(self.density, self.series_of("density"))
         return out
 
     def _extra_result(self) -> dict:
@@ -258,7 +280,18 @@ class VMCRun(_Run):
         return self.vmc
 
     def _block(self, sweeps: int) -> dict:
-        energies, acceptance = self.vmc.sweep(sweeps)
+        if self.density is None:
+            energies, acceptance = self.vmc.sweep(sweeps)
+        else:
+            chunks, accepted, done = [], 0.0, 0
+            while done < sweeps:
+                n = min(self.config.density_every, sweeps - done)
+                part, acc = self.vmc.sweep(n)
+                self.density.add(self.walkers.positions)
+                chunks.append(part)
+                accepted += acc * n
+                done += n
+            energies, acceptance = np.concatenate(chunks), accepted / sweeps
         var = energies.var(axis=1, ddof=1) if energies.shape[1] > 1 else np.zeros(sweeps)
         return {"energy_mean": energies.mean(axis=1), "energy_var": var, "acceptance": [acceptance]}
 
@@ -302,7 +335,11 @@ class DMCRun(_Run):
             self.dmc.step()
 
     def _block(self, steps: int) -> dict:
-        records = [self.dmc.step() for _ in range(steps)]
+        records = []
+        for k in range(steps):
+            records.append(self.dmc.step())
+            if self.density is not None and (k + 1) % self.config.density_every == 0:
+                self.density.add(self.walkers.positions)
         return {name: [getattr(r, name) for r in records] for name in self.SERIES}
 
     def energy_series(self) -> np.ndarray:
@@ -376,8 +413,22 @@ def resume_run(path) -> _Run:
         run.wall_s = attrs["wall_s"]
         run._restore_state(attrs["state"])
         run._load_arrays(f)
-        for name in run.SERIES:
+        for name in run.series_names:
             group = f[f"series/{name}"]
             run.series[name] = [np.array(group[key]) for key in sorted(group)]
     return run
+
+
+def time_step_series(config: RunConfig, dts, simulated_time: float, progress=None) -> list[dict]:
+    """Run ``config`` at each Δτ in ``dts`` for the same simulated time (steps = ⌈time/Δτ⌉), as
+    study 002 does, and return the result dictionaries (each with its ``dt``)."""
+    results = []
+    for k, dt in enumerate(dts):
+        steps = max(1, math.ceil(simulated_time / dt))
+        cfg = RunConfig(**(asdict(config) | {"dt": float(dt), "steps": steps, "block": None,
+                                             "equilibration": None, "dmc_equilibration": None}))
+        results.append(make_run(cfg).run())
+        if progress is not None:
+            progress(k + 1, len(dts))
+    return results
 

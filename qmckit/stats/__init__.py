@@ -12,9 +12,14 @@ autocorrelation time with Sokal's window.
 from .autocorr import autocorrelation, integrated_autocorr_time
 from .blocking import ReblockTable, estimate, jonsson_block, optimal_block, reblock
 from .estimate import Estimate, format_value_error
+from .extrapolate import Extrapolation, best_extrapolation, extrapolate, plot_extrapolation
 
 __all__ = [
     "Estimate",
+    "Extrapolation",
+    "best_extrapolation",
+    "extrapolate",
+    "plot_extrapolation",
     "ReblockTable",
     "autocorrelation",
     "estimate",

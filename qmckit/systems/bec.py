@@ -358,6 +358,10 @@ class TrappedBosons:
     def cache_size(self) -> int:
         return 8 * self.params.n
 
+    def density_range(self) -> float:
+        """A histogram range that holds the cloud: five Gaussian widths 1/√(4α) of the x density."""
+        return 5.0 / math.sqrt(4.0 * self.params.alpha)
+
     def energy_scale(self) -> float:
         """Divide walker energies by this to report ``energy_per_particle``."""
         return float(self.params.n)

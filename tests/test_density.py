@@ -1,0 +1,45 @@
+"""One-body densities against the exact Gaussian of non-interacting bosons."""
+import math
+
+import numpy as np
+import pytest
+
+from qmckit import RunConfig
+from qmckit.observables import DensityHistogram
+from qmckit.runs import make_run
+
+
+def gaussian_x(x, alpha):
+    # |ψ|² ∝ exp(−2α x²): normalised P(x)
+    return math.sqrt(2 * alpha / math.pi) * np.exp(-2 * alpha * x**2)
+
+
+@pytest.mark.parametrize("method", ["vmc", "dmc"])
+def test_x_density_of_noninteracting_bosons(method):
+    alpha = 0.5
+    run = make_run(RunConfig(system="bec", params=dict(n=8, lam=1.0, a=0.0, alpha=alpha), method=method,
+                             walkers=100, steps=1000, block=50, dt=0.1, seed=4, density="x", density_bins=30))
+    out = run.run()["density"]
+    edges, density, error = (np.array(out[k]) for k in ("edges", "density", "error"))
+    assert np.sum(density * np.diff(edges)) == pytest.approx(1.0, abs=2e-3)  # nothing outside the range
+    centers = 0.5 * (edges[1:] + edges[:-1])
+    # the bin average of the exact density, against the estimate in units of its error
+    fine = np.linspace(edges[0], edges[-1], 3001)
+    exact = np.array([gaussian_x(fine[(fine >= lo) & (fine < hi)], alpha).mean() for lo, hi in zip(edges[:-1], edges[1:])])
+    seen = error > 0
+    assert np.all(exact[~seen] < 2e-3)  # only far-tail bins can stay empty
+    pulls = (density - exact)[seen] / error[seen]
+    assert np.mean(np.abs(pulls) < 2) > 0.85 and np.max(np.abs(pulls)) < 5, pulls
+    assert centers[np.argmax(density)] == pytest.approx(0.0, abs=0.3)
+
+
+def test_radial_normalisation():
+    hist = DensityHistogram("r", bins=40, upper=6.0)
+    rng = np.random.default_rng(0)
+    hist.add(rng.normal(size=(2000, 5, 3)) * 0.7)
+    density = hist.take_block()
+    r = hist.centers
+    shells = 4 / 3 * np.pi * np.diff(hist.edges**3)
+    assert np.sum(density * shells) == pytest.approx(1.0, abs=1e-3)
+    with pytest.raises(ValueError, match="density must be one of"):
+        DensityHistogram("theta")
