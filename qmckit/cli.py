@@ -62,6 +62,19 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (flag, kind, text) in _BEC_PARAMS.items():
         bec.add_argument(flag, dest=name, type=kind, default=None, help=text)
     _add_method_options(bec)
+
+    reproduce = commands.add_parser("reproduce", help="reproduce a study's published table",
+                                    description="Reproduce a published table and write markdown, JSON and a figure.")
+    studies = reproduce.add_subparsers(dest="study", metavar="STUDY", parser_class=_Parser)
+    studies.required = True
+    table = studies.add_parser("bec", help="study 002, Table 7.2: trapped bosons B1–B4, VMC and DMC",
+                               description="Trapped bosons (study 002), Table 7.2: exact VMC and a DMC time-step "
+                                           "series extrapolated to Δτ = 0, next to the published values.")
+    table.add_argument("--precision", choices=["fast", "full"], default="fast",
+                       help="fast: about a minute on two cores (default); full: the recorded results")
+    table.add_argument("--sets", default="B1,B2,B3", help="comma-separated parameter sets among B1,B2,B3,B4")
+    table.add_argument("--out", default="qmckit-bec-table72", help="output directory (default qmckit-bec-table72)")
+    table.add_argument("--seed", type=int, default=2011, help="random seed (default 2011)")
     return parser
 
 
@@ -154,6 +167,27 @@ def _run(args) -> int:
     return 0
 
 
+def _reproduce(args) -> int:
+    from .studies import bec
+
+    sets = tuple(s.strip() for s in args.sets.split(",") if s.strip())
+    if args.seed < 0:
+        return _fail(f"--seed must be a non-negative integer, got {args.seed}")
+    try:
+        bec.reference_data()
+        unknown = [s for s in sets if s not in bec.reference_data()["sets"]]
+        if not sets or unknown:
+            return _fail(f"--sets must be a comma-separated list of B1, B2, B3, B4, got {args.sets!r}")
+    except FileNotFoundError as err:
+        return _fail(str(err))
+    result = bec.reproduce_table72(args.precision, sets=sets, seed=args.seed,
+                                   progress=lambda msg: print(f"qmckit: {msg}", file=sys.stderr, flush=True))
+    paths = bec.write_report(result, args.out)
+    print(bec.markdown_table(result))
+    print(f"\nwritten: {paths['markdown']}, {paths['json']}, {paths['figure']}")
+    return 0
+
+
 def format_result(result: dict) -> str:
     """A short human-readable report of a run's result dictionary."""
     from .stats import format_value_error
@@ -182,6 +216,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run":
         return _run(args)
+    if args.command == "reproduce":
+        return _reproduce(args)
     return _fail(f"unknown command {args.command!r}")
 
 

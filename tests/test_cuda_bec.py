@@ -15,6 +15,7 @@ as a Python thread.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -25,6 +26,7 @@ import numpy as np
 import pytest
 
 MARKER = "CUDA_BEC_RESULTS="
+cuda = None  # numba.cuda, imported only in the simulator child
 N_SWEEPS = 3
 LAM = math.sqrt(8.0)
 # (n, a, alpha, walkers): interacting and non-interacting, plus the edge cases N = 1 and 2
@@ -120,8 +122,9 @@ def _child() -> dict:
             "energies": [], "cache_err": 0.0, "e1_rows": len(e1),
         })
 
-    # the device RNG twin: the same uniforms (bit for bit) and normals as qmckit.rng
-    from numba import cuda
+    # the device RNG twin: the same uniforms (bit for bit) and normals as qmckit.rng; the kernel must
+    # see numba.cuda as a module global (the simulator swaps module globals, not locals)
+    globals()["cuda"] = importlib.import_module("numba.cuda")
     from qmckit.backends import cuda_rng
 
     @cuda.jit
