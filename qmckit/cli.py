@@ -102,13 +102,15 @@ def _add_method_options(p):
     p.add_argument("--block", type=_positive_int, default=None, help="sweeps per block / checkpoint")
     p.add_argument("--seed", type=int, default=None, help="random seed, ≥ 0 (default 0)")
     p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default auto)")
+    p.add_argument("--dtype", choices=["float64", "float32"], default=None,
+                   help="floating-point type of the GPU kernels (default float64)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--checkpoint", metavar="FILE", default=None, help="write an HDF5 checkpoint after every block")
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
 _RUN_KEYS = ("method", "sampler", "dt", "drift_cap", "walkers", "steps", "equilibration", "block", "seed", "backend",
-             "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core")
+             "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 
 def _fail(message: str) -> int:

@@ -101,18 +101,17 @@ def _splitmix64(x):
 
 
 @nb.njit(cache=True)
-def fork(states, parents, children):
-    """Give each ``children[k]`` row a new stream seeded from the stream of ``parents[k]``.
+def fork_from(source, states, children):
+    """Give each row ``children[k]`` of ``states`` a new stream seeded from stream 0 of ``source``.
 
     Used when DMC branching copies a walker: the copy must not replay its parent's random
-    numbers. The new state is SplitMix64 of two outputs of the parent's stream (the seeding
-    recipe the xoroshiro authors recommend), so it is deterministic and cheap.
+    numbers. The new state is SplitMix64 of two outputs of the source stream (the seeding recipe
+    the xoroshiro authors recommend), so it is deterministic and cheap.
     """
     for k in range(children.shape[0]):
-        p = parents[k]
         c = children[k]
-        s0 = _splitmix64(next_uint64(states, p))
-        s1 = _splitmix64(next_uint64(states, p))
+        s0 = _splitmix64(next_uint64(source, 0))
+        s1 = _splitmix64(next_uint64(source, 0))
         if s0 == 0 and s1 == 0:
             s0 = _GOLDEN
         states[c, 0] = s0
@@ -121,6 +120,6 @@ def fork(states, parents, children):
 
 @nb.njit(cache=True)
 def branch_counts(states, q, counts):
-    """counts[w] = ⌊q[w] + u⌋ with u uniform from walker w's own stream (DMC branching)."""
+    """counts[w] = ⌊q[w] + u_w⌋ with the u_w drawn in turn from stream 0 of ``states`` (DMC branching)."""
     for w in range(q.shape[0]):
-        counts[w] = int(math.floor(q[w] + uniform(states, w)))
+        counts[w] = int(math.floor(q[w] + uniform(states, 0)))

@@ -26,6 +26,7 @@ from .walkers import Walkers
 
 BACKENDS = ("auto", "cpu", "cuda")
 METHODS = ("vmc", "dmc")
+DTYPES = ("float64", "float32")
 CHECKPOINT_FORMAT = "qmckit-run-checkpoint-1"
 
 
@@ -53,7 +54,8 @@ class RunConfig:
     equilibration: int | None = None
     block: int | None = None
     seed: int = 0
-    backend: str = "auto"
+    backend: str = "auto"           # "auto": the GPU when one is present and the run allows it
+    dtype: str = "float64"          # "float32" on the GPU only
     target_walkers: int | None = None
     dmc_equilibration: int | None = None
     density: str | None = None      # one-body density: "x", "y", "z", "r" or "rho" (None: off)
@@ -74,8 +76,10 @@ class RunConfig:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
-        if self.backend == "cuda":
-            raise ValueError("backend cuda has no VMC kernel for this system yet; use cpu or auto")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.dtype != "float64" and self.backend != "cuda":
+            raise ValueError("dtype float32 exists only for backend cuda")
         for name in ("dt", "step"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -104,6 +108,14 @@ class RunConfig:
         # validate the physics parameters now, so bad input fails before any work
         system = make_system(self.system, **self.params)
         self.params = system.params.as_dict()
+        if self.backend == "cuda":
+            from .backends.cuda_driver import cuda_available, sweeper_class
+
+            sweeper_class(system)  # ValueError if the system has no GPU kernels
+            if variant_flags(**self.variant_options()):
+                raise ValueError("backend cuda runs exact Metropolis–Hastings only; study 002's variants need cpu")
+            if not cuda_available(system):
+                raise ValueError("backend cuda: no CUDA GPU found (use cpu or auto)")
         if self.density is not None:
             if not isinstance(self.density_every, (int, np.integer)) or self.density_every < 1:
                 raise ValueError(f"density_every must be a positive integer, got {self.density_every!r}")
@@ -114,6 +126,16 @@ class RunConfig:
             return None
         upper = self.density_range or system.density_range()
         return DensityHistogram(self.density, self.density_bins, upper)
+
+    def resolved_backend(self) -> str:
+        """"cpu" or "cuda": what ``backend`` means on this machine for this run."""
+        if self.backend != "auto":
+            return self.backend
+        if variant_flags(**self.variant_options()) or self.density is not None:
+            return "cpu"
+        from .backends.cuda_driver import cuda_available
+
+        return "cuda" if cuda_available(make_system(self.system, **self.params)) else "cpu"
 
     def variant_options(self) -> dict:
         return {"green": self.green, "accept_uniform": self.accept_uniform, "hard_core": self.hard_core}
@@ -136,11 +158,18 @@ class _Run:
         self.checkpoint_path = checkpoint_path
         self.system = make_system(config.system, **config.params)
         seq = np.random.SeedSequence(config.seed)
-        start_seq, walker_seq = seq.spawn(2)
+        start_seq, walker_seq, self._branch_seq = seq.spawn(3)
         positions = self.system.initial_positions(config.walkers, np.random.default_rng(start_seq))
         walkers = Walkers.from_positions(positions, walker_seq, self.system.cache_size())
-        self.vmc = VMC(self.system, walkers, sampler=config.sampler, dt=config.dt, step=config.step,
-                       drift_cap=config.drift_cap, **config.variant_options())
+        self.backend = config.resolved_backend()
+        if self.backend == "cuda":
+            from .backends.cuda_driver import CudaVMC
+
+            self.vmc = CudaVMC(self.system, walkers, sampler=config.sampler, dt=config.dt, step=config.step,
+                               drift_cap=config.drift_cap, dtype=np.dtype(config.dtype))
+        else:
+            self.vmc = VMC(self.system, walkers, sampler=config.sampler, dt=config.dt, step=config.step,
+                           drift_cap=config.drift_cap, **config.variant_options())
         self.equilibrated = False
         self.blocks_done = 0
         self.density = config.make_density(self.system)
@@ -213,7 +242,7 @@ class _Run:
             "method": cfg.method,
             "params": dict(cfg.params),
             "seed": int(cfg.seed),
-            "backend": "cpu",
+            "backend": self.backend,
             "sampler": cfg.sampler,
             "dt": cfg.dt if cfg.sampler == "drift" else None,
             "step": self.vmc.step if cfg.sampler == "brute" else None,
@@ -245,6 +274,7 @@ class _Run:
     def save_checkpoint(self) -> None:
         if self.checkpoint_path is None:
             return
+        self.vmc.sync()  # a GPU run's walkers live on the device
         with ckpt.atomic_h5(self.checkpoint_path) as f:
             ckpt.write_attrs(f, {
                 "format": CHECKPOINT_FORMAT,
@@ -326,7 +356,7 @@ class DMCRun(_Run):
 
     def _make_dmc(self) -> DMC:
         return DMC(self.system, self.vmc.walkers, dt=self.config.dt, target_walkers=self.config.target_walkers,
-                   drift_cap=self.config.drift_cap, **self.config.variant_options())
+                   drift_cap=self.config.drift_cap, seed=self._branch_seq, driver=self.vmc)
 
     def _after_equilibration(self) -> None:
         self.dmc = self._make_dmc()
@@ -376,6 +406,7 @@ class DMCRun(_Run):
     def _save_arrays(self, f) -> None:
         if self.dmc is not None:
             f.create_dataset("dmc_energies", data=self.dmc.energies)
+            f.create_dataset("dmc_branch_states", data=self.dmc.branch_states)
 
     def _restore_state(self, state: dict) -> None:
         if state:
@@ -388,6 +419,7 @@ class DMCRun(_Run):
     def _load_arrays(self, f) -> None:
         if self.dmc is not None:
             self.dmc.energies = np.array(f["dmc_energies"])
+            self.dmc.branch_states = np.array(f["dmc_branch_states"])
 
 
 RUNS = {"vmc": VMCRun, "dmc": DMCRun}

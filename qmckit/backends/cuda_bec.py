@@ -40,8 +40,8 @@ uniform and decides; on acceptance all threads update the cached gradients of th
 rebuilt from scratch at the start of every launch (every ``sweep`` call), so incremental
 round-off never accumulates across calls. The local energy splits its O(N²) loop over threads
 likewise. Shared memory per block: (8N + 5B + 8) · sizeof(dtype) — 37 KB for N = 500, B = 128,
-float64; at most 48 KB (the static limit without opt-in), i.e. N ≲ 690 (float64, B = 128) or
-N ≲ 1380 (float32).
+float64; at most 48 KB (the limit without the opt-in attribute), i.e. N ≤ 687 (float64, B = 128)
+or N ≤ 1455 (float32). B is at most 512 (the kernel uses about 120 registers per thread).
 
 Precision
 ---------
@@ -49,8 +49,14 @@ Precision
 reduction are float32 (all constants are cast, so nothing is silently promoted). The random
 numbers stay the float64 ones of the stream (the uniform and the Box–Muller normals are computed
 in float64 and then rounded), so a float32 run sees the same random numbers as its float64/CPU
-twin. Observed under the simulator (tests/test_cuda_bec.py, N = 4–5, 2–3 sweeps): |ΔE_L| ≲ 1e-5
-relative, positions ≲ 1e-6, identical decisions. On the GPU benchmarks/gpu_bec.py measures it.
+twin. Observed under the simulator (tests/test_cuda_bec.py and benchmarks/gpu_bec.py --quick,
+N = 4–5, 2–3 sweeps): relative |ΔE_L| ≤ 4e-7 (absolute ≤ 6e-6 on E_L ≈ 20), positions ≤ 3e-7,
+identical decisions; float64: |ΔE_L| ≤ 1e-14, positions ≤ 1e-15. On a GPU,
+benchmarks/gpu_bec.py measures the same at N = 10 and 100.
+
+The drift factor is evaluated as 2/(√(1 + 2v²Δt) + 1), algebraically the CPU's
+(√(1 + 2v²Δt) − 1)/(v²Δt) without its cancellation (which would cost float32 most of its digits
+for small v²Δt).
 
 Importing this module never needs CUDA: ``numba.cuda`` is imported on first use.
 :func:`available` tells whether a real GPU can be used.
@@ -593,7 +599,7 @@ class CudaBosonSweeper:
     layout : "auto" (thread for N ≤ 64, else block) | "thread" | "block"
     dtype : np.float64 | np.float32
     threads_per_block : thread layout: threads per block (default 128); block layout: threads per
-        walker, a power of two (default :func:`default_block_threads`)
+        walker, a power of two ≤ 512 (default :func:`default_block_threads`)
     """
 
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
@@ -622,8 +628,8 @@ class CudaBosonSweeper:
         self.layout = layout
         if layout == "block":
             B = int(threads_per_block) if threads_per_block else default_block_threads(N, self.dtype)
-            if B < 1 or B > 1024 or B & (B - 1):
-                raise ValueError(f"threads_per_block must be a power of two in 1…1024, got {B}")
+            if B < 1 or B > 512 or B & (B - 1):
+                raise ValueError(f"threads_per_block must be a power of two in 1…512, got {B}")
             self.shared_bytes = shared_bytes(N, B, self.dtype)
             if self.shared_bytes > SHARED_LIMIT_BYTES:
                 raise ValueError(f"N = {N} needs {self.shared_bytes} B of shared memory per block with B = {B} "

@@ -5,7 +5,9 @@ One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bo
 1. drift–diffusion with Metropolis accept/reject: one sweep of N single-particle moves with the
    exact Green's-function ratio of :mod:`qmckit.methods.vmc` (the same compiled kernel);
 2. branching once per step with q = exp(−Δτ (½(E_L + E_L') − E_T)) and ⌊q + u⌋ copies, u from
-   the walker's own stream; copies get forked streams, so runs are reproducible from the seed;
+   the DMC's own branching stream (seeded from ``seed``), which also seeds the streams of the
+   copies; runs are reproducible from the seed, and the walkers need not be on the host to
+   decide the branching (they are fetched only when the population changes);
 3. trial-energy feedback (documented assumption, the thesis gives none):
    E_T = E_ref − ln(W / W_target) / τ_fb, where E_ref is an exponential moving average of the
    mixed estimator with time constant ``reference_time`` and τ_fb = ``feedback_time``: the
@@ -14,9 +16,11 @@ One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bo
 The mixed estimator of each step is Σ q E_L' / Σ q over the walkers before branching (the
 branching weights q are the walker weights); blocks are reblocked with those weights.
 
-Guards: walkers whose positions or energy are not finite are removed and counted, never
-averaged; when branching would exceed ``max_walkers`` the population is thinned evenly with a
-warning. Optionally (``energy_cap``, on by default) E_L − E_T in the branching factor is limited
+The drift–diffusion runs on whichever driver is passed (:class:`~qmckit.methods.vmc.VMC` on the
+CPU, :class:`~qmckit.backends.cuda_driver.CudaVMC` on the GPU).
+
+Guards: walkers whose energy is not finite are removed and counted, never averaged; when
+branching would exceed ``max_walkers`` the population is thinned evenly with a warning. Optionally (``energy_cap``, on by default) E_L − E_T in the branching factor is limited
 to ±0.2 √(N/Δτ), the size-consistent cut-off of Zen et al., Phys. Rev. B 93, 241118 (2016); a
 walker stuck near a hard-core contact or a node then cannot explode the population.
 """
@@ -58,13 +62,15 @@ class DMC:
     reference_time : time constant of the running energy reference E_ref
     max_walkers : hard cap (default 2 × target)
     energy_cap, drift_cap : limit E_L in the branching factor / the drift (see module doc)
+    seed : seed of the branching stream (int or ``numpy.random.SeedSequence``)
+    driver : a VMC-like driver to move the walkers (default: a CPU :class:`VMC` on ``walkers``)
     variants : study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
         passed to :class:`~qmckit.methods.vmc.VMC`
     """
 
     def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
                  feedback_time: float = 0.1, reference_time: float = 1.0, max_walkers: int | None = None,
-                 energy_cap: bool = True, drift_cap: bool = True, **variants):
+                 energy_cap: bool = True, drift_cap: bool = True, seed=0, driver=None, **variants):
         for name, value in (("dt", dt), ("feedback_time", feedback_time), ("reference_time", reference_time)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -77,7 +83,12 @@ class DMC:
         self.feedback_time = float(feedback_time)
         self.reference_time = float(reference_time)
         self.energy_cap = bool(energy_cap)
-        self.driver = VMC(system, walkers, sampler="drift", dt=dt, drift_cap=drift_cap, **variants)
+        if driver is None:
+            driver = VMC(system, walkers, sampler="drift", dt=dt, drift_cap=drift_cap, **variants)
+        elif driver.sampler != "drift" or driver.dt != self.dt:
+            raise ValueError("driver must use the drift sampler with the DMC time step")
+        self.driver = driver
+        self.branch_states = _rng.seed_states(seed, 1)
         self.energies = self.driver.local_energies()
         self.reference_energy = float(np.mean(self.energies))
         self.trial_energy = self.reference_energy
@@ -88,7 +99,7 @@ class DMC:
         return self.driver.walkers
 
     def _set_walkers(self, walkers, energies):
-        self.driver.walkers = walkers
+        self.driver.walkers = walkers  # a GPU driver uploads them
         self.energies = energies
 
     def set_dt(self, dt: float) -> None:
@@ -96,19 +107,18 @@ class DMC:
         self.dt = self.driver.dt = float(dt)
 
     def step(self) -> StepRecord:
-        walkers = self.walkers
         e_old = self.energies
         new, acceptance = self.driver.sweep(1)
         e_new = new[0]
 
-        ok = np.isfinite(e_new) & np.isfinite(walkers.positions).all(axis=(1, 2))
-        removed = int(walkers.n_walkers - ok.sum())
+        ok = np.isfinite(e_new)  # a non-finite position gives a non-finite energy
+        removed = int(ok.size - ok.sum())
         if removed:
-            walkers = walkers.take(np.nonzero(ok)[0])
-            e_old, e_new = e_old[ok], e_new[ok]
-            self._set_walkers(walkers, e_new)
-            if walkers.n_walkers == 0:
+            if not ok.any():
                 raise FloatingPointError("DMC: every walker became non-finite")
+            self.driver.sync()
+            e_old, e_new = e_old[ok], e_new[ok]
+            self._set_walkers(self.walkers.take(np.nonzero(ok)[0]), e_new)
 
         e_trial = self.trial_energy
         if self.energy_cap:
@@ -120,12 +130,12 @@ class DMC:
         weight = float(q.sum())
         mixed = float(np.dot(q, e_new) / weight)
 
-        counts = np.empty(walkers.n_walkers, dtype=np.int64)
-        _rng.branch_counts(walkers.rng_states, q, counts)
+        counts = np.empty(q.size, dtype=np.int64)
+        _rng.branch_counts(self.branch_states, q, counts)
         killed = int(np.count_nonzero(counts == 0))
         copied = int(np.sum(np.maximum(counts - 1, 0)))
         if killed or copied:
-            index = np.repeat(np.arange(walkers.n_walkers), counts)
+            index = np.repeat(np.arange(q.size), counts)
             if index.size == 0:
                 raise FloatingPointError("DMC: the population died out; lower dt or raise the walker count")
             if index.size > self.max_walkers:
@@ -134,14 +144,13 @@ class DMC:
                               "thinned evenly (check dt, the trial function or the energy cap)",
                               RuntimeWarning, stacklevel=2)
                 index = index[np.linspace(0, index.size - 1, self.max_walkers).round().astype(np.int64)]
+            self.driver.sync()
+            new_walkers = self.walkers.take(index)
             first = np.ones(index.size, dtype=bool)
             first[1:] = index[1:] != index[:-1]
-            new_walkers = walkers.take(index)
             children = np.nonzero(~first)[0]
-            if children.size:
-                # each copy forks from the first copy of its parent (which precedes it)
-                parent_row = np.maximum.accumulate(np.where(first, np.arange(index.size), 0))
-                _rng.fork(new_walkers.rng_states, parent_row[children], children)
+            if children.size:  # copies get new streams, seeded from the branching stream
+                _rng.fork_from(self.branch_states, new_walkers.rng_states, children)
             self._set_walkers(new_walkers, e_new[index])
         else:
             self.energies = e_new

@@ -230,15 +230,22 @@ class VMC:
         return energies, (accepted.sum() / proposed if proposed else 0.0)
 
     def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
-        """Thermalise for ``n_sweeps`` sweeps; tune the brute-force step. Returns the last acceptance."""
-        acceptance = 0.0
-        done = 0
-        while done < n_sweeps:
-            n = min(chunk, n_sweeps - done)
-            _, acceptance = self.sweep(n, measure=False)
-            if self.sampler == "brute":
-                # acceptance falls as the step grows: scale toward the target, at most ×2 per chunk
-                self.step *= float(np.clip((acceptance + 1e-3) / self.target_acceptance, 0.5, 2.0))
-            done += n
-        self.recompute()
-        return acceptance
+        return equilibrate(self, n_sweeps, chunk)
+
+    def sync(self) -> None:
+        """Nothing to do: the walkers are already on the host."""
+
+
+def equilibrate(driver, n_sweeps: int, chunk: int = 10) -> float:
+    """Thermalise ``driver`` for ``n_sweeps`` sweeps; tune the brute-force step. Returns the last acceptance."""
+    acceptance = 0.0
+    done = 0
+    while done < n_sweeps:
+        n = min(chunk, n_sweeps - done)
+        _, acceptance = driver.sweep(n, measure=False)
+        if driver.sampler == "brute":
+            # acceptance falls as the step grows: scale toward the target, at most ×2 per chunk
+            driver.step *= float(np.clip((acceptance + 1e-3) / driver.target_acceptance, 0.5, 2.0))
+        done += n
+    driver.recompute()
+    return acceptance

@@ -335,6 +335,7 @@ class TrappedBosons:
 
     name = "bec"
     dim = 3
+    cuda_sweeper = "qmckit.backends.cuda_bec:CudaBosonSweeper"
     energy_key = ENERGY_KEY
     energy_unit = ENERGY_UNIT
     kernels = KERNELS

@@ -1,0 +1,96 @@
+"""A VMC driver whose sweeps run on the GPU: the same interface as :class:`qmckit.methods.vmc.VMC`.
+
+Runs (:mod:`qmckit.runs`) and DMC (:mod:`qmckit.methods.dmc`) drive either one. The system names
+its GPU sweeper in ``cuda_sweeper`` ("module:Class"); the sweeper keeps the walkers on the device
+and :meth:`CudaVMC.sync` copies them back into the host :class:`~qmckit.walkers.Walkers` (before a
+checkpoint, or before DMC branching). Study 002's Metropolis variants exist only on the CPU.
+"""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from ..methods.vmc import SAMPLERS, equilibrate, kernels_for, variant_flags
+
+
+def sweeper_class(system):
+    """The GPU sweeper class of ``system`` (ValueError if it has none)."""
+    path = getattr(system, "cuda_sweeper", None)
+    if not path:
+        raise ValueError(f"backend cuda: no GPU kernels for system {system.name!r}")
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def cuda_available(system) -> bool:
+    """Whether ``system`` has GPU kernels and a real CUDA GPU is present."""
+    try:
+        module = importlib.import_module(system.cuda_sweeper.split(":")[0])
+    except (AttributeError, ImportError):
+        return False
+    return bool(module.available())
+
+
+class CudaVMC:
+    """VMC on the GPU. Parameters as :class:`~qmckit.methods.vmc.VMC`, plus ``dtype`` and ``layout``."""
+
+    def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
+                 target_acceptance: float = 0.5, drift_cap: bool = True, dtype=np.float64, layout: str = "auto",
+                 **variants):
+        if variant_flags(**variants):
+            raise ValueError("backend cuda runs exact Metropolis–Hastings only; study 002's variants need backend cpu")
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        self.system = system
+        self.sampler = sampler
+        self.target_acceptance = target_acceptance
+        self._options = dict(sampler=sampler, drift_cap=drift_cap, dtype=dtype, layout=layout)
+        self._sweeper_class = sweeper_class(system)
+        self._sweeper = self._sweeper_class(system, walkers, dt=dt, step=step, **self._options)
+
+    # the walkers live on the device; assigning new ones (DMC branching) re-uploads them
+    @property
+    def walkers(self):
+        return self._sweeper.walkers
+
+    @walkers.setter
+    def walkers(self, walkers):
+        s = self._sweeper
+        self._sweeper = self._sweeper_class(self.system, walkers, dt=s.dt, step=s.step, **self._options)
+
+    @property
+    def dt(self) -> float:
+        return self._sweeper.dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        self._sweeper.dt = float(value)
+
+    @property
+    def step(self) -> float:
+        return self._sweeper.step
+
+    @step.setter
+    def step(self, value: float) -> None:
+        self._sweeper.step = float(value)
+
+    def sweep(self, n_sweeps: int, measure: bool = True):
+        return self._sweeper.sweep(n_sweeps, measure)
+
+    def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
+        return equilibrate(self, n_sweeps, chunk)
+
+    def recompute(self) -> None:
+        """Nothing to do: the GPU kernels rebuild their caches at every launch."""
+
+    def sync(self) -> None:
+        """Copy positions and random states from the device into ``walkers`` (caches rebuilt)."""
+        self._sweeper.to_host(recompute_caches=True)
+
+    def local_energies(self) -> np.ndarray:
+        self.sync()
+        w = self.walkers
+        out = np.empty(w.n_walkers)
+        kernels_for(type(self.system)).local_energies(w.positions, w.caches, self.system.kernel_params, out)
+        return out

@@ -1,0 +1,78 @@
+"""An ipywidgets panel for DMC of trapped hard-sphere bosons.
+
+:class:`DMCPanel` is :class:`~qmckit.widgets.BosonPanel` with the run built as a
+:class:`qmckit.runs.DMCRun` (``method="dmc"``): the same controls (the sampler is fixed to the
+drift–diffusion move that DMC needs), the same Run/Stop/continue behaviour, progress bar and live
+plots, here of the mixed-estimator energy of every DMC step. No physics lives here: the controls
+become a :class:`qmckit.RunConfig`, which validates them, and :func:`qmckit.runs.make_run` does the rest.
+
+    >>> from qmckit.widgets.dmc_panel import DMCPanel
+    >>> panel = DMCPanel(a=0.433, alpha=0.46, dt=0.01)   # set B2 of study 002
+    >>> panel            # in Jupyter; or panel.run_sync()
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import ipywidgets as widgets
+
+from ..runs import RunConfig, make_run
+from .bec_panel import BosonPanel
+from .fast import fast_mode
+
+DMC_FAST_SIZES = {"walkers": 40, "steps": 300}
+DMC_FULL_SIZES = {"walkers": 500, "steps": 4000}
+
+
+class DMCPanel(BosonPanel):
+    """Controls, Run/Stop, progress bar, status line and live plots for a trapped-boson DMC run.
+
+    Keyword arguments set the initial controls as for :class:`BosonPanel`; ``walkers`` is the DMC
+    population target and ``steps`` the number of measured DMC steps (after the run's VMC
+    equilibration and one time unit, 1/Δτ steps, of DMC equilibration). Defaults: Δτ = 0.01 and
+    40 × 300 in fast mode (``QMCKIT_FAST=1``), 500 × 4000 otherwise.
+    """
+
+    def __init__(self, *, dt: float = 0.01, walkers: int | None = None, steps: int | None = None, **kwargs):
+        sizes = DMC_FAST_SIZES if fast_mode() else DMC_FULL_SIZES
+        kwargs.pop("sampler", None)
+        super().__init__(sampler="drift", dt=dt, walkers=walkers or sizes["walkers"],
+                         steps=steps or sizes["steps"], **kwargs)
+        self.sampler.disabled = True  # DMC always moves walkers by drift–diffusion
+        self.walkers.description = "walkers"
+        self.walkers.tooltip = "DMC population target"
+        self.steps.description = "steps"
+        self.steps.tooltip = "measured DMC steps"
+        self.dt.description = "Δτ"
+        self.dt.tooltip = "DMC time step Δτ (1/ω_⊥), typically 0.001–0.02; the result has an O(Δτ) bias"
+        header = widgets.HTML("<b>Trapped hard-sphere bosons — DMC</b> "
+                              "<span style='color:#666'>(lengths in a<sub>⊥</sub>, energies in "
+                              "ħω<sub>⊥</sub>; mixed estimator, one point per DMC step)</span>")
+        self.widget.children = (header,) + tuple(self.widget.children[1:])
+
+    def config(self) -> RunConfig:
+        """The DMC :class:`RunConfig` the controls describe (raises ``ValueError`` for bad input)."""
+        return RunConfig(system="bec", method="dmc",
+                         params={"n": self.n.value, "lam": self.lam.value, "a": self.a.value,
+                                 "alpha": self.alpha.value},
+                         dt=self.dt.value, walkers=self.walkers.value, steps=self.steps.value,
+                         seed=self.seed.value)
+
+    def _prepare(self):
+        self.error = None
+        try:
+            config = self.config()
+            previous = self.last_run
+            if previous is not None and previous is self._paused and asdict(previous.config) == asdict(config):
+                run = previous  # a stopped run with unchanged settings: continue it
+            else:
+                run = make_run(config)
+        except ValueError as exc:
+            self._fail(exc)
+            return None
+        self.last_run = run
+        self._stop.clear()
+        self.progress.max = config.n_blocks
+        self.progress.value = run.blocks_done
+        self.progress.bar_style = "info"
+        return run
