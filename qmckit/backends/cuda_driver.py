@@ -85,11 +85,15 @@ class CudaVMC:
         """Nothing to do: the GPU kernels rebuild their caches at every launch."""
 
     def sync(self) -> None:
-        """Copy positions and random states from the device into ``walkers`` (caches rebuilt)."""
-        self._sweeper.to_host(recompute_caches=True)
+        """Copy positions and random states from the device into ``walkers``.
+
+        The host caches are left stale: the GPU rebuilds its own at every launch, and a CPU
+        driver built on these walkers recomputes them first.
+        """
+        self._sweeper.to_host(recompute_caches=False)
 
     def local_energies(self) -> np.ndarray:
-        self.sync()
+        self._sweeper.to_host(recompute_caches=True)
         w = self.walkers
         out = np.empty(w.n_walkers)
         kernels_for(type(self.system)).local_energies(w.positions, w.caches, self.system.kernel_params, out)

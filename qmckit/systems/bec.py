@@ -325,6 +325,35 @@ def other_drift_change(R, p, cache, i, r_new, dt):
     return 0.5 * dt * total
 
 
+@nb.njit(cache=True)
+def _place_bosons(out, sigma, a, seed):
+    """Fill ``out`` (W, N, 3) with Gaussian positions (widths ``sigma``) free of overlaps; False if
+    some boson could not be placed in 10⁵ tries."""
+    np.random.seed(seed)
+    a2 = a * a
+    for w in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            placed = False
+            x = y = z = 0.0
+            for _ in range(100_000):
+                x = np.random.normal() * sigma[0]
+                y = np.random.normal() * sigma[1]
+                z = np.random.normal() * sigma[2]
+                placed = True
+                for j in range(i):
+                    if (x - out[w, j, 0]) ** 2 + (y - out[w, j, 1]) ** 2 + (z - out[w, j, 2]) ** 2 <= a2:
+                        placed = False
+                        break
+                if placed:
+                    break
+            if not placed:
+                return False
+            out[w, i, 0] = x
+            out[w, i, 1] = y
+            out[w, i, 2] = z
+    return True
+
+
 KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
                         accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
                         other_drift_change=other_drift_change)
@@ -368,23 +397,13 @@ class TrappedBosons:
         return float(self.params.n)
 
     def initial_positions(self, n_walkers: int, rng: np.random.Generator) -> np.ndarray:
-        """Positions (W, N, 3) drawn from the non-interacting |ψ_T|², overlapping bosons redrawn.
-
-        Redrawing is fine here: it only chooses a starting point, equilibration follows.
-        """
+        """Positions (W, N, 3) drawn from the non-interacting |ψ_T|², each boson redrawn until it
+        overlaps none placed before it (fine for a starting point: equilibration follows)."""
         p = self.params
         sigma = np.array([1.0, 1.0, 1.0 / math.sqrt(p.lam)]) / math.sqrt(4.0 * p.alpha)
-        out = rng.normal(size=(n_walkers, p.n, 3)) * sigma
         if p.a == 0.0 or p.n < 2:
-            return out
-        upper = np.triu(np.ones((p.n, p.n), dtype=bool), 1)
-        for w in range(n_walkers):
-            for _ in range(10_000):
-                dist = np.linalg.norm(out[w, :, None, :] - out[w, None, :, :], axis=-1)
-                bad = np.unique(np.nonzero((dist <= p.a) & upper)[1])
-                if bad.size == 0:
-                    break
-                out[w, bad] = rng.normal(size=(bad.size, 3)) * sigma
-            else:
-                raise ValueError(f"a = {p.a} is too large to place {p.n} bosons in this trap")
+            return rng.normal(size=(n_walkers, p.n, 3)) * sigma
+        out = np.empty((n_walkers, p.n, 3))
+        if not _place_bosons(out, sigma, p.a, int(rng.integers(2**62))):
+            raise ValueError(f"a = {p.a} is too large to place {p.n} bosons in this trap")
         return out

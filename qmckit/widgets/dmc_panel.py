@@ -19,6 +19,7 @@ import ipywidgets as widgets
 from ..runs import RunConfig, make_run
 from .bec_panel import BosonPanel
 from .fast import fast_mode
+from .plots import figure_png, png_output, run_figure
 
 DMC_FAST_SIZES = {"walkers": 40, "steps": 300}
 DMC_FULL_SIZES = {"walkers": 500, "steps": 4000}
@@ -58,6 +59,17 @@ class DMCPanel(BosonPanel):
                          dt=self.dt.value, walkers=self.walkers.value, steps=self.steps.value,
                          seed=self.seed.value)
 
+    def figure(self):
+        """A fresh matplotlib ``Figure`` of the last run (mixed energy of every step, reblocking)."""
+        run = self.last_run
+        series = run.energy_series() if run is not None else []
+        unit = run.system.energy_unit if run is not None else ""
+        return _dmc_figure(series, unit)
+
+    def _redraw(self, run) -> None:
+        fig = _dmc_figure(run.energy_series(), run.system.energy_unit)
+        self.plot.outputs = (png_output(figure_png(fig), text="<DMC energy trace and reblocking plot>"),)
+
     def _prepare(self):
         self.error = None
         try:
@@ -76,3 +88,9 @@ class DMCPanel(BosonPanel):
         self.progress.value = run.blocks_done
         self.progress.bar_style = "info"
         return run
+
+
+def _dmc_figure(series, unit: str):
+    fig = run_figure(series, unit=unit, label="E/N (mixed)")
+    fig.axes[0].set_xlabel("DMC step")
+    return fig
