@@ -45,20 +45,33 @@ def machine() -> dict:
 def run_b4(args) -> dict:
     out = {"machine": machine(), "params": B4}
     start = time.perf_counter()
+    if args.no_vmc:
+        return run_b4_dmc(args, out, start, None)
     vmc_cfg = RunConfig(system="bec", params=B4, method="vmc", backend=args.backend, walkers=args.vmc_walkers,
                         steps=args.vmc_steps, dt=0.02, equilibration=300, block=100, seed=500)
     run = make_run(vmc_cfg)
     result = run.run(lambda d, t: print(f"[b4 vmc] block {d}/{t} at {time.perf_counter() - start:.0f} s", flush=True))
     out["vmc"] = {"config": {k: v for k, v in vmc_cfg.__dict__.items()}, "result": result}
     e = result["estimates"]["energy_per_particle"]
-    print(f"[b4 vmc] E/N = {format_value_error(e['mean'], e['error'])} (Nilsen 2005: 11.12109(14)), "
-          f"wall {result['wall_s']:.0f} s, backend {result['backend']}", flush=True)
+    v = result["estimates"]["energy_variance"]
+    print(f"[b4 vmc] E/N = {format_value_error(e['mean'], e['error'])} (Nilsen 2005: 11.12109(14)), τ = {e['tau']:.1f}, "
+          f"Var(E_L) = {v['mean']:.4g}, acceptance {result['acceptance']:.3f}, wall {result['wall_s']:.0f} s, "
+          f"backend {result['backend']}", flush=True)
+    return run_b4_dmc(args, out, start, result)
+
+
+def run_b4_dmc(args, out, start, result) -> dict:
     dmc_start = time.perf_counter()
     base = RunConfig(system="bec", params=B4, method="dmc", backend=args.backend, walkers=args.dmc_walkers, steps=1,
                      seed=501)
-    series = time_step_series(base, args.dts, args.dmc_time,
-                              progress=lambda k, n: print(f"[b4 dmc] point {k}/{n} at "
-                                                          f"{time.perf_counter() - start:.0f} s", flush=True))
+    series = []
+    for dt in args.dts:
+        result_dt = time_step_series(base, [dt], args.dmc_time)[0]
+        series.append(result_dt)
+        e_dt = result_dt["estimates"]["energy_per_particle"]
+        print(f"[b4 dmc] Δτ = {dt}: E/N = {format_value_error(e_dt['mean'], e_dt['error'])}, population "
+              f"{result_dt['estimates']['population']['mean']:.0f}, cap hits {result_dt['population_cap_hits']}, "
+              f"wall {result_dt['wall_s']:.0f} s (total {time.perf_counter() - start:.0f} s)", flush=True)
     dts = np.array([r["dt"] for r in series])
     energies = np.array([r["estimates"]["energy_per_particle"]["mean"] for r in series])
     errors = np.array([r["estimates"]["energy_per_particle"]["error"] for r in series])
@@ -70,11 +83,13 @@ def run_b4(args) -> dict:
     out["wall_s"] = time.perf_counter() - start
     lines = [f"# B4 (N = 500, λ = √8, a = 0.15155, α = 0.7687) on {out['machine'].get('gpu')} — {out['machine']['date']}",
              "", f"- host {out['machine']['host']}, {out['machine']['cpu_count']} CPU cores, Python "
-             f"{out['machine']['python']}; backend {result['backend']}; command `python benchmarks/bec_device.py b4`",
-             "", "| quantity | qmckit | published | pull | wall |", "|---|---|---|---:|---:|",
-             f"| VMC E/N (Δτ = 0.02, exact MH, {args.vmc_walkers} walkers × {args.vmc_steps} sweeps) "
-             f"| {format_value_error(e['mean'], e['error'])} | 11.12109(14) (Nilsen 2005); 11.116(1) (thesis) "
-             f"| {(e['mean'] - 11.12109) / np.hypot(e['error'], 0.00014):+.1f} | {result['wall_s']:.0f} s |"]
+             f"{out['machine']['python']}; backend {series[0]['backend']}; command `python benchmarks/bec_device.py b4`",
+             "", "| quantity | qmckit | published | pull | wall |", "|---|---|---|---:|---:|"]
+    if result is not None:
+        e = result["estimates"]["energy_per_particle"]
+        lines.append(f"| VMC E/N (Δτ = 0.02, exact MH, {args.vmc_walkers} walkers × {args.vmc_steps} sweeps) "
+                     f"| {format_value_error(e['mean'], e['error'])} | 11.12109(14) (Nilsen 2005); 11.116(1) (thesis) "
+                     f"| {(e['mean'] - 11.12109) / np.hypot(e['error'], 0.00014):+.1f} | {result['wall_s']:.0f} s |")
     for dt, en, er in zip(dts, energies, errors):
         lines.append(f"| DMC E/N at Δτ = {dt:g} ({args.dmc_walkers} walkers, {args.dmc_time} time units) "
                      f"| {format_value_error(en, er)} | | | |")
@@ -105,11 +120,12 @@ def main():
     sub = parser.add_subparsers(dest="job", required=True)
     b4 = sub.add_parser("b4")
     b4.add_argument("--backend", default="cuda")
+    b4.add_argument("--no-vmc", action="store_true", help="DMC only")
     b4.add_argument("--vmc-walkers", type=int, default=8192)
     b4.add_argument("--vmc-steps", type=int, default=2000)
     b4.add_argument("--dmc-walkers", type=int, default=4096)
-    b4.add_argument("--dmc-time", type=float, default=3.0)
-    b4.add_argument("--dts", type=lambda s: [float(x) for x in s.split(",")], default=[0.02, 0.01, 0.005])
+    b4.add_argument("--dmc-time", type=float, default=2.0)
+    b4.add_argument("--dts", type=lambda s: [float(x) for x in s.split(",")], default=[0.01, 0.005, 0.0025])
     table = sub.add_parser("table")
     table.add_argument("--precision", default="full")
     table.add_argument("--sets", default="B1,B2,B3")

@@ -160,8 +160,11 @@ class _Run:
         seq = np.random.SeedSequence(config.seed)
         start_seq, walker_seq, self._branch_seq = seq.spawn(3)
         positions = self.system.initial_positions(config.walkers, np.random.default_rng(start_seq))
-        walkers = Walkers.from_positions(positions, walker_seq, self.system.cache_size())
         self.backend = config.resolved_backend()
+        # a GPU run keeps no host caches: the device rebuilds its own, and DMC branching would
+        # otherwise copy 8N numbers per walker on the host at every step
+        walkers = Walkers.from_positions(positions, walker_seq,
+                                         0 if self.backend == "cuda" else self.system.cache_size())
         if self.backend == "cuda":
             from .backends.cuda_driver import CudaVMC
 
@@ -361,8 +364,14 @@ class DMCRun(_Run):
     def _after_equilibration(self) -> None:
         self.dmc = self._make_dmc()
         self.vmc = self.dmc.driver
+        # while the walkers relax from the VMC to the DMC distribution, hold the population on
+        # a short leash (E_ref = the last step's energy, feedback over two steps); those steps
+        # are not recorded, so the stronger population-control bias does not matter
+        feedback, reference = self.dmc.feedback_time, self.dmc.reference_time
+        self.dmc.feedback_time = self.dmc.reference_time = 2 * self.config.dt
         for _ in range(self.config.dmc_equilibration):
             self.dmc.step()
+        self.dmc.feedback_time, self.dmc.reference_time = feedback, reference
 
     def _block(self, steps: int) -> dict:
         records = []

@@ -54,3 +54,13 @@ def test_dmc_panel_interacting_and_bad_input():
     panel.dt.value = -1.0
     assert panel.run_sync() is None
     assert panel.status.value.startswith("error: dt must be a positive number")
+
+
+@pytest.mark.filterwarnings("ignore:reblock:RuntimeWarning")
+def test_dmc_panel_figure_labels_steps():
+    panel = tiny_dmc_panel(steps=20)
+    assert panel.figure().axes[0].get_xlabel() == "DMC step"  # no run yet: an empty figure
+    panel.run_sync()
+    fig = panel.figure()
+    assert fig.axes[0].get_xlabel() == "DMC step"
+    assert len(panel.plot.outputs) == 1 and "image/png" in panel.plot.outputs[0]["data"]

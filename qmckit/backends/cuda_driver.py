@@ -93,8 +93,12 @@ class CudaVMC:
         self._sweeper.to_host(recompute_caches=False)
 
     def local_energies(self) -> np.ndarray:
-        self._sweeper.to_host(recompute_caches=True)
+        """Local energy of every walker now, (W,), computed on the host (used once, to start DMC)."""
+        self.sync()
         w = self.walkers
+        kernels = kernels_for(type(self.system))
+        caches = np.zeros((w.n_walkers, self.system.cache_size()))  # the host walkers may carry none
+        kernels.recompute_all(w.positions, caches, self.system.kernel_params)
         out = np.empty(w.n_walkers)
-        kernels_for(type(self.system)).local_energies(w.positions, w.caches, self.system.kernel_params, out)
+        kernels.local_energies(w.positions, caches, self.system.kernel_params, out)
         return out

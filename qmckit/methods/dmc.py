@@ -10,8 +10,12 @@ One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bo
    decide the branching (they are fetched only when the population changes);
 3. trial-energy feedback (documented assumption, the thesis gives none):
    E_T = E_ref − ln(W / W_target) / τ_fb, where E_ref is an exponential moving average of the
-   mixed estimator with time constant ``reference_time`` and τ_fb = ``feedback_time``: the
-   population relaxes to its target in about τ_fb. Population-control bias shrinks as 1/W_target.
+   mixed estimator with time constant ``reference_time`` (default: τ_fb) and τ_fb =
+   ``feedback_time``: the population relaxes to its target in about τ_fb. E_ref must follow the
+   energy quickly: while the walkers relax from the VMC to the DMC distribution the total energy
+   falls by N × (E_VMC − E_DMC)/N (about 100 ħω_⊥ for N = 500 bosons within one time unit), and a
+   reference lagging by δ makes the population drift to W_target·exp(δ τ_fb). Population-control
+   bias shrinks as 1/W_target.
 
 The mixed estimator of each step is Σ q E_L' / Σ q over the walkers before branching (the
 branching weights q are the walker weights); blocks are reblocked with those weights.
@@ -59,7 +63,7 @@ class DMC:
     dt : time step Δτ
     target_walkers : population the trial-energy feedback aims at (default: the initial count)
     feedback_time : τ_fb of the E_T feedback, in time units
-    reference_time : time constant of the running energy reference E_ref
+    reference_time : time constant of the running energy reference E_ref (default: feedback_time)
     max_walkers : hard cap (default 2 × target)
     energy_cap, drift_cap : limit E_L in the branching factor / the drift (see module doc)
     seed : seed of the branching stream (int or ``numpy.random.SeedSequence``)
@@ -69,8 +73,10 @@ class DMC:
     """
 
     def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
-                 feedback_time: float = 0.1, reference_time: float = 1.0, max_walkers: int | None = None,
+                 feedback_time: float = 0.1, reference_time: float | None = None, max_walkers: int | None = None,
                  energy_cap: bool = True, drift_cap: bool = True, seed=0, driver=None, **variants):
+        if reference_time is None:
+            reference_time = feedback_time
         for name, value in (("dt", dt), ("feedback_time", feedback_time), ("reference_time", reference_time)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -140,8 +146,9 @@ class DMC:
                 raise FloatingPointError("DMC: the population died out; lower dt or raise the walker count")
             if index.size > self.max_walkers:
                 self.cap_warnings += 1
-                warnings.warn(f"DMC population {index.size} exceeds max_walkers = {self.max_walkers}; "
-                              "thinned evenly (check dt, the trial function or the energy cap)",
+                # one fixed text, so that Python shows it once per run rather than every step
+                warnings.warn("DMC population exceeded max_walkers; thinned evenly (check dt, the trial "
+                              "function or the energy cap; population_cap_hits counts the steps)",
                               RuntimeWarning, stacklevel=2)
                 index = index[np.linspace(0, index.size - 1, self.max_walkers).round().astype(np.int64)]
             self.driver.sync()
