@@ -49,10 +49,10 @@ Precision
 reduction are float32 (all constants are cast, so nothing is silently promoted). The random
 numbers stay the float64 ones of the stream (the uniform and the Box–Muller normals are computed
 in float64 and then rounded), so a float32 run sees the same random numbers as its float64/CPU
-twin. Observed under the simulator (tests/test_cuda_bec.py and benchmarks/gpu_bec.py --quick,
+twin. Observed under the simulator (tests/test_cuda_bec.py and benchmarks/bec_throughput.py --quick,
 N = 4–5, 2–3 sweeps): relative |ΔE_L| ≤ 4e-7 (absolute ≤ 6e-6 on E_L ≈ 20), positions ≤ 3e-7,
 identical decisions; float64: |ΔE_L| ≤ 1e-14, positions ≤ 1e-15. On a GPU,
-benchmarks/gpu_bec.py measures the same at N = 10 and 100.
+benchmarks/bec_throughput.py measures the same at N = 10 and 100.
 
 The drift factor is evaluated as 2/(√(1 + 2v²Δt) + 1), algebraically the CPU's
 (√(1 + 2v²Δt) − 1)/(v²Δt) without its cancellation (which would cost float32 most of its digits

@@ -24,7 +24,7 @@ from dataclasses import asdict
 
 import ipywidgets as widgets
 
-from ..runs import RunConfig, VMCRun
+from ..runs import RunConfig, VMCRun, make_run
 from ..stats import estimate, format_value_error
 from .fast import fast_mode
 from .plots import figure_png, png_output, run_figure
@@ -202,7 +202,7 @@ class BosonPanel:
             if previous is not None and previous is self._paused and asdict(previous.config) == asdict(config):
                 run = previous  # a stopped run with unchanged settings: continue it
             else:
-                run = VMCRun(config)
+                run = make_run(config)  # VMC here; DMCPanel's config asks for DMC
         except ValueError as exc:
             self._fail(exc)
             return None

@@ -12,11 +12,9 @@ become a :class:`qmckit.RunConfig`, which validates them, and :func:`qmckit.runs
 """
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import ipywidgets as widgets
 
-from ..runs import RunConfig, make_run
+from ..runs import RunConfig
 from .bec_panel import BosonPanel
 from .fast import fast_mode
 from .plots import figure_png, png_output, run_figure
@@ -69,25 +67,6 @@ class DMCPanel(BosonPanel):
     def _redraw(self, run) -> None:
         fig = _dmc_figure(run.energy_series(), run.system.energy_unit)
         self.plot.outputs = (png_output(figure_png(fig), text="<DMC energy trace and reblocking plot>"),)
-
-    def _prepare(self):
-        self.error = None
-        try:
-            config = self.config()
-            previous = self.last_run
-            if previous is not None and previous is self._paused and asdict(previous.config) == asdict(config):
-                run = previous  # a stopped run with unchanged settings: continue it
-            else:
-                run = make_run(config)
-        except ValueError as exc:
-            self._fail(exc)
-            return None
-        self.last_run = run
-        self._stop.clear()
-        self.progress.max = config.n_blocks
-        self.progress.value = run.blocks_done
-        self.progress.bar_style = "info"
-        return run
 
 
 def _dmc_figure(series, unit: str):

@@ -24,9 +24,9 @@ truncated, when the budget is spent; every case catches its own exceptions):
   (f) a markdown table on stdout and, with the raw numbers as JSON, in $OUT (or ./gpu_out).
 
 Usage
-  python benchmarks/gpu_bec.py                 # full run on a GPU
-  NUMBA_ENABLE_CUDASIM=1 python benchmarks/gpu_bec.py --quick    # smoke test without a GPU
-  python benchmarks/gpu_bec.py --budget 240    # total time budget in seconds (default 330)
+  python benchmarks/bec_throughput.py                 # full run on a GPU
+  NUMBA_ENABLE_CUDASIM=1 python benchmarks/bec_throughput.py --quick    # smoke test without a GPU
+  python benchmarks/bec_throughput.py --budget 240    # total time budget in seconds (default 330)
 
 Definitions (counted, not measured, work; the same as benchmarks/vmc_throughput.py):
   cycles/s       W · n_sweeps / t
@@ -516,7 +516,18 @@ def markdown(report):
               "from CUDA events around one kernel launch of `sweeps/timing` sweeps (no host transfers), median of "
               f"{report['reps']}; CPU time = wall clock of VMC.sweep (median of {report['reps']}). GPU/CPU ratios use "
               "the CPU figure of the same N (float64) for both GPU dtypes."]
+    lines += ["", "## Study 002's figures (historical hardware, for orientation only)", "",
+              "Nikolaisen 2011, Tables 7.4/7.5 and §7.5 (10³ MC cycles/s, double precision unless stated): "
+              "N = 20: MontePython reference (Opteron 2218, 1 core) 0.67; OpenCL CPU (Phenom II 1090T, 6 cores) "
+              "25.9; OpenCL GPU (Radeon HD 5870) 121 (200 double / 307 float in Table 7.5, doubt D7). "
+              "N = 100: CPU 0.524, GPU 4.2. This run's best N = 20 GPU figure is "
+              f"{fmt(_best(report, 20) / 121e3, '.0f')}× the thesis's 121 × 10³."]
     return "\n".join(lines) + "\n"
+
+
+def _best(report, n):
+    rates = [r["cycles_per_s"] for r in report["gpu"] if r.get("N") == n and "cycles_per_s" in r]
+    return max(rates) if rates else float("nan")
 
 
 # --------------------------------------------------------------------------------------------
@@ -550,7 +561,7 @@ def main(argv=None):
         log("# WARNING: no usable GPU; the GPU parts will fail and be reported as errors")
 
     quick = args.quick
-    stem = f"gpu_bec_{'quick_' if quick else ''}{report['host']}_{report['date']}"
+    stem = f"bec_throughput_{'quick_' if quick else ''}{report['host']}_{report['date']}"
     report["reps"] = 2 if quick else 5
     reps = 2 if quick else 5
     target_s = 0.02 if quick else 0.25
