@@ -560,6 +560,22 @@ def _kernels(dtype_name: str):
     return {"dtype": F, "thread": sweep_thread_per_walker, "block": sweep_block_per_walker}
 
 
+@functools.lru_cache(maxsize=None)
+def _gather_kernel():
+    """dst[k, i, w] = src[k, i, index[w]] for component-major (3, N, W) positions."""
+    _cuda()  # sets the module global ``cuda`` that the kernel body names (the simulator swaps it)
+
+    @cuda.jit
+    def gather(src, index, dst):
+        w = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        i = cuda.blockIdx.y
+        k = cuda.blockIdx.z
+        if w < dst.shape[2]:
+            dst[k, i, w] = src[k, i, index[w]]
+
+    return gather
+
+
 def kernels(dtype=np.float64):
     """The compiled-on-demand kernels for ``dtype`` (float64 or float32) as a dict
     ``{"thread": sweep_thread_per_walker, "block": sweep_block_per_walker, "dtype": ...}``."""
@@ -671,6 +687,34 @@ class CudaBosonSweeper:
 
             kernels_for(type(self.system)).recompute_all(w.positions, w.caches, self.system.kernel_params)
         return w
+
+    def branch(self, index: np.ndarray, states: np.ndarray) -> None:
+        """Replace the walkers by ``walkers[index]`` on the device (DMC branching).
+
+        ``index`` (W',) picks the parents; ``states`` (W', 2) are the new random states (forked
+        for copies on the host). The positions are gathered on the device; the host
+        :class:`~qmckit.walkers.Walkers` gets the new size with positions that are stale until
+        :meth:`to_host`.
+        """
+        c = _cuda()
+        index = np.ascontiguousarray(index, dtype=np.int64)
+        W_new, N = index.size, self.walkers.n_particles
+        new_pos = c.device_array((3, N, W_new), dtype=self.dtype)
+        threads = 128
+        _gather_kernel()[((W_new + threads - 1) // threads, N, 3), threads](self._pos, c.to_device(index), new_pos)
+        self._pos = new_pos
+        self._states = c.to_device(np.ascontiguousarray(states.T, dtype=np.uint64))
+        self._accepted = c.device_array(W_new, dtype=np.int64)
+        self._energies = {}
+        w = self.walkers
+        self.walkers = type(w)(np.empty((W_new, N, 3)), np.zeros((W_new, 0)), np.ones(W_new),
+                               np.ascontiguousarray(states, dtype=np.uint64))
+        self.blocks = W_new if self.layout == "block" else (W_new + self.threads - 1) // self.threads
+        self.last_accepted = np.zeros(W_new, dtype=np.int64)
+
+    def rng_states(self) -> np.ndarray:
+        """The walkers' random states (W, 2), fetched from the device (16 bytes per walker)."""
+        return np.ascontiguousarray(self._states.copy_to_host().T)
 
     # --- sweeps --------------------------------------------------------------------------------
     def launch(self, n_sweeps: int, measure: bool = True):

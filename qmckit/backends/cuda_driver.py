@@ -12,6 +12,7 @@ import importlib
 import numpy as np
 
 from ..methods.vmc import SAMPLERS, equilibrate, kernels_for, variant_flags
+from ..rng import fork_from
 
 
 def sweeper_class(system):
@@ -77,6 +78,14 @@ class CudaVMC:
 
     def sweep(self, n_sweeps: int, measure: bool = True):
         return self._sweeper.sweep(n_sweeps, measure)
+
+    def branch(self, index, children, source_states) -> None:
+        """DMC branching on the device: keep ``walkers[index]``; the rows ``children`` (copies)
+        get streams forked from ``source_states``. Only random states cross to the host."""
+        states = self._sweeper.rng_states()[index]
+        if len(children):
+            fork_from(source_states, states, children)
+        self._sweeper.branch(index, states)
 
     def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
         return equilibrate(self, n_sweeps, chunk)

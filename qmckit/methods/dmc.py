@@ -151,14 +151,11 @@ class DMC:
                               "function or the energy cap; population_cap_hits counts the steps)",
                               RuntimeWarning, stacklevel=2)
                 index = index[np.linspace(0, index.size - 1, self.max_walkers).round().astype(np.int64)]
-            self.driver.sync()
-            new_walkers = self.walkers.take(index)
             first = np.ones(index.size, dtype=bool)
             first[1:] = index[1:] != index[:-1]
-            children = np.nonzero(~first)[0]
-            if children.size:  # copies get new streams, seeded from the branching stream
-                _rng.fork_from(self.branch_states, new_walkers.rng_states, children)
-            self._set_walkers(new_walkers, e_new[index])
+            children = np.nonzero(~first)[0]  # copies get new streams, seeded from the branching stream
+            self.driver.branch(index, children, self.branch_states)  # on the device for a GPU driver
+            self.energies = e_new[index]
         else:
             self.energies = e_new
 

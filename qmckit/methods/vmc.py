@@ -235,6 +235,14 @@ class VMC:
     def sync(self) -> None:
         """Nothing to do: the walkers are already on the host."""
 
+    def branch(self, index, children, source_states) -> None:
+        """DMC branching: keep ``walkers[index]``; the rows ``children`` (copies) get streams
+        forked from ``source_states`` (see :func:`qmckit.rng.fork_from`)."""
+        walkers = self.walkers.take(index)
+        if len(children):
+            _rng.fork_from(source_states, walkers.rng_states, children)
+        self.walkers = walkers
+
 
 def equilibrate(driver, n_sweeps: int, chunk: int = 10) -> float:
     """Thermalise ``driver`` for ``n_sweeps`` sweeps; tune the brute-force step. Returns the last acceptance."""
