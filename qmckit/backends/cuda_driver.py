@@ -11,7 +11,7 @@ import importlib
 
 import numpy as np
 
-from ..methods.vmc import SAMPLERS, equilibrate, kernels_for, variant_flags
+from ..methods.vmc import equilibrate, kernels_for, variant_flags
 from ..rng import fork_from
 
 
@@ -41,9 +41,7 @@ class CudaVMC:
                  **variants):
         if variant_flags(**variants):
             raise ValueError("backend cuda runs exact Metropolis–Hastings only; study 002's variants need backend cpu")
-        if sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
-        self.system = system
+        self.system = system  # the sweeper validates sampler, dt and step
         self.sampler = sampler
         self.target_acceptance = target_acceptance
         self._options = dict(sampler=sampler, drift_cap=drift_cap, dtype=dtype, layout=layout)
