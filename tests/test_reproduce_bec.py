@@ -40,3 +40,11 @@ def test_cli_rejects_unknown_sets():
 def test_unknown_precision():
     with pytest.raises(ValueError, match="precision must be one of"):
         bec.reproduce_table72("ultra")
+
+
+def test_seed_faithful_recipe_runs_and_reports_both_samplers():
+    out = bec.seed_faithful_vmc("B1", dts=(0.02, 0.01, 0.005), walkers=20, simulated_time=0.5)
+    assert out["thesis"] == [1.531998, 0.000005]
+    for label in ("seed_faithful", "exact"):
+        assert len(out[label]["energy"]) == 3 and all(e > 0 for e in out[label]["error"])
+        assert abs(out[label]["E0"] - 1.532) < 0.01

@@ -187,3 +187,30 @@ def write_report(result: dict, out_dir) -> dict:
     paths["json"].write_text(json.dumps(result, indent=1) + "\n")
     figure(result).savefig(paths["figure"], dpi=120)
     return {k: str(v) for k, v in paths.items()}
+
+
+SEED_FAITHFUL = dict(green="all", accept_uniform="reuse", hard_core="redraw", drift_cap=False)
+
+
+def seed_faithful_vmc(name: str, dts=(0.01, 0.005, 0.0025), walkers: int = 400, simulated_time: float = 10.0,
+                      seed: int = 11, variants: dict | None = None) -> dict:
+    """VMC for set ``name`` the way study 002 did it: its three Metropolis deviations (all-particle
+    Green's function, reused uniform, redraw until allowed), no drift cap, a Δt series and a linear
+    fit through the three smallest Δt. Returns the points and E₀ next to the thesis's value, and
+    the same recipe with the exact sampler for comparison."""
+    ref = reference_data()["sets"][name]
+    params = {key: ref[key] for key in ("n", "lam", "a", "alpha")}
+    out = {"set": name, "params": params, "thesis": ref["vmc"]["thesis"], "dts": list(dts)}
+    for label, options in (("seed_faithful", variants or SEED_FAITHFUL), ("exact", {})):
+        energies, errors = [], []
+        for dt in dts:
+            config = RunConfig(system="bec", params=params, method="vmc", dt=dt, walkers=walkers,
+                               steps=max(1, int(simulated_time / dt)), seed=seed, **options)
+            est = make_run(config).run()["estimates"]["energy_per_particle"]
+            energies.append(est["mean"])
+            errors.append(est["error"])
+        fit = extrapolate(dts, energies, errors, order=1, n_points=3)
+        out[label] = {"energy": energies, "error": errors, "E0": fit.energy, "E0_error": fit.error,
+                      "pull_vs_thesis": _pull(fit.energy, fit.error, ref["vmc"]["thesis"])}
+    return out
+
