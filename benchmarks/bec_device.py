@@ -36,7 +36,8 @@ def machine() -> dict:
     try:
         from numba import cuda
 
-        info["gpu"] = cuda.get_current_device().name.decode() if cuda.is_available() else None
+        name = cuda.get_current_device().name if cuda.is_available() else None
+        info["gpu"] = name.decode() if isinstance(name, bytes) else name
     except Exception as err:  # noqa: BLE001 - report, do not die
         info["gpu"] = f"unavailable ({err})"
     return info
@@ -63,7 +64,7 @@ def run_b4(args) -> dict:
 def run_b4_dmc(args, out, start, result) -> dict:
     dmc_start = time.perf_counter()
     base = RunConfig(system="bec", params=B4, method="dmc", backend=args.backend, walkers=args.dmc_walkers, steps=1,
-                     seed=501)
+                     seed=501, energy_cap=args.energy_cap)
     series = []
     for dt in args.dts:
         result_dt = time_step_series(base, [dt], args.dmc_time)[0]
@@ -71,14 +72,15 @@ def run_b4_dmc(args, out, start, result) -> dict:
         e_dt = result_dt["estimates"]["energy_per_particle"]
         print(f"[b4 dmc] Δτ = {dt}: E/N = {format_value_error(e_dt['mean'], e_dt['error'])}, population "
               f"{result_dt['estimates']['population']['mean']:.0f}, cap hits {result_dt['population_cap_hits']}, "
+              f"E_cut {result_dt['energy_cut']}, "
               f"wall {result_dt['wall_s']:.0f} s (total {time.perf_counter() - start:.0f} s)", flush=True)
     dts = np.array([r["dt"] for r in series])
     energies = np.array([r["estimates"]["energy_per_particle"]["mean"] for r in series])
     errors = np.array([r["estimates"]["energy_per_particle"]["error"] for r in series])
-    fit = extrapolate(dts, energies, errors, order=1, n_points=3)
+    fit = extrapolate(dts, energies, errors, order=1, n_points=3) if len(dts) >= 3 else None
     out["dmc"] = {"dts": dts.tolist(), "energy": energies.tolist(), "error": errors.tolist(),
                   "population": [r["estimates"]["population"]["mean"] for r in series],
-                  "linear3": {"energy": fit.energy, "error": fit.error, "chi2_dof": fit.reduced_chi2},
+                  "linear3": fit and {"energy": fit.energy, "error": fit.error, "chi2_dof": fit.reduced_chi2},
                   "wall_s": time.perf_counter() - dmc_start, "results": series}
     out["wall_s"] = time.perf_counter() - start
     lines = [f"# B4 (N = 500, λ = √8, a = 0.15155, α = 0.7687) on {out['machine'].get('gpu')} — {out['machine']['date']}",
@@ -91,11 +93,13 @@ def run_b4_dmc(args, out, start, result) -> dict:
                      f"| {format_value_error(e['mean'], e['error'])} | 11.12109(14) (Nilsen 2005); 11.116(1) (thesis) "
                      f"| {(e['mean'] - 11.12109) / np.hypot(e['error'], 0.00014):+.1f} | {result['wall_s']:.0f} s |")
     for dt, en, er in zip(dts, energies, errors):
-        lines.append(f"| DMC E/N at Δτ = {dt:g} ({args.dmc_walkers} walkers, {args.dmc_time} time units) "
+        lines.append(f"| DMC E/N at Δτ = {dt:g} ({args.dmc_walkers} walkers, {args.dmc_time} time units, "
+                     f"energy cap {args.energy_cap}) "
                      f"| {format_value_error(en, er)} | | | |")
-    lines.append(f"| DMC E/N, Δτ → 0 (linear, 3 points) | {format_value_error(fit.energy, fit.error)} "
-                 f"| 10.9132(30) (thesis); 11.0961(69) (Nilsen 2004) "
-                 f"| {(fit.energy - 10.9132) / np.hypot(fit.error, 0.003):+.1f} | {out['dmc']['wall_s']:.0f} s |")
+    if fit is not None:
+        lines.append(f"| DMC E/N, Δτ → 0 (linear, 3 points) | {format_value_error(fit.energy, fit.error)} "
+                     f"| 10.9132(30) (thesis); 11.0961(69) (Nilsen 2004) "
+                     f"| {(fit.energy - 10.9132) / np.hypot(fit.error, 0.003):+.1f} | {out['dmc']['wall_s']:.0f} s |")
     out["markdown"] = "\n".join(lines)
     return out
 
@@ -125,6 +129,8 @@ def main():
     b4.add_argument("--vmc-steps", type=int, default=2000)
     b4.add_argument("--dmc-walkers", type=int, default=4096)
     b4.add_argument("--dmc-time", type=float, default=2.0)
+    b4.add_argument("--energy-cap", type=lambda t: {"zen": True, "off": False}.get(t) if t in ("zen", "off") else float(t),
+                    default=True, help="zen (default), off, or c: cut E_L − E_T at max(Zen, c σ₀)")
     b4.add_argument("--dts", type=lambda s: [float(x) for x in s.split(",")], default=[0.01, 0.005, 0.0025])
     table = sub.add_parser("table")
     table.add_argument("--precision", default="full")
@@ -132,7 +138,7 @@ def main():
     args = parser.parse_args()
     result = run_b4(args) if args.job == "b4" else run_table(args)
     OUT.mkdir(parents=True, exist_ok=True)
-    stem = f"bec_{args.job}_{result['machine']['date']}"
+    stem = f"bec_{args.job}_{result['machine']['date']}" + (f"_cap{args.energy_cap}" if args.job == "b4" else "")
     (OUT / f"{stem}.json").write_text(json.dumps(result, indent=1, default=str))
     (OUT / f"{stem}.md").write_text(result["markdown"] + "\n")
     print(result["markdown"])

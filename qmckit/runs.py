@@ -49,6 +49,7 @@ class RunConfig:
     dt: float = 0.05
     step: float = 1.0
     drift_cap: bool = True
+    energy_cap: bool | float = True  # DMC: cut E_L − E_T in branching (True: Zen; c: max(Zen, c σ₀); see dmc)
     walkers: int = 200
     steps: int = 1000
     equilibration: int | None = None
@@ -157,6 +158,8 @@ class _Run:
         self.config = config
         self.checkpoint_path = checkpoint_path
         self.system = make_system(config.system, **config.params)
+        if config.method == "dmc" and hasattr(self.system, "for_dmc"):
+            self.system = self.system.for_dmc()  # fixed node (equilibration too): no moves across a node of ψ_T
         seq = np.random.SeedSequence(config.seed)
         start_seq, walker_seq, self._branch_seq = seq.spawn(3)
         positions = self.system.initial_positions(config.walkers, np.random.default_rng(start_seq))
@@ -359,7 +362,8 @@ class DMCRun(_Run):
 
     def _make_dmc(self) -> DMC:
         return DMC(self.system, self.vmc.walkers, dt=self.config.dt, target_walkers=self.config.target_walkers,
-                   drift_cap=self.config.drift_cap, seed=self._branch_seq, driver=self.vmc)
+                   drift_cap=self.config.drift_cap, energy_cap=self.config.energy_cap, seed=self._branch_seq,
+                   driver=self.vmc)
 
     def _after_equilibration(self) -> None:
         self.dmc = self._make_dmc()
@@ -404,13 +408,14 @@ class DMCRun(_Run):
                 "dmc_equilibration": int(self.config.dmc_equilibration),
                 "walkers_final": int(self.walkers.n_walkers),
                 "killed": int(self.series_of("killed").sum()), "copied": int(self.series_of("copied").sum()),
-                "nonfinite_removed": removed, "population_cap_hits": int(self.dmc.cap_warnings if self.dmc else 0)}
+                "nonfinite_removed": removed, "population_cap_hits": int(self.dmc.cap_warnings if self.dmc else 0),
+                "energy_cut": self.dmc.energy_cut() if self.dmc and self.dmc.energy_cap is not False else None}
 
     def _state(self) -> dict:
         if self.dmc is None:
             return {}
         return {"reference_energy": self.dmc.reference_energy, "trial_energy": self.dmc.trial_energy,
-                "cap_warnings": self.dmc.cap_warnings}
+                "cap_warnings": self.dmc.cap_warnings, "start_sigma": self.dmc.start_sigma}
 
     def _save_arrays(self, f) -> None:
         if self.dmc is not None:
@@ -424,6 +429,7 @@ class DMCRun(_Run):
             self.dmc.reference_energy = state["reference_energy"]
             self.dmc.trial_energy = state["trial_energy"]
             self.dmc.cap_warnings = state["cap_warnings"]
+            self.dmc.start_sigma = state.get("start_sigma", self.dmc.start_sigma)
 
     def _load_arrays(self, f) -> None:
         if self.dmc is not None:

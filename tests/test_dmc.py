@@ -94,3 +94,39 @@ def test_bad_dmc_parameters(kwargs, name):
     walkers = Walkers.from_positions(system.initial_positions(4, np.random.default_rng(0)), 0, system.cache_size())
     with pytest.raises(ValueError, match=name):
         DMC(system, walkers, **kwargs)
+
+
+def _small_dmc(**kwargs):
+    from qmckit.walkers import Walkers
+
+    system = TrappedBosons(n=20, lam=1.0, a=0.433, alpha=0.46)
+    walkers = Walkers.from_positions(system.initial_positions(60, np.random.default_rng(3)), 0, system.cache_size())
+    return DMC(system, walkers, dt=0.01, **kwargs)
+
+
+def test_energy_cut_rules():
+    zen = 0.2 * math.sqrt(20 / 0.01)
+    assert _small_dmc().energy_cut() == pytest.approx(zen)
+    assert _small_dmc(energy_cap=False).energy_cut() == math.inf
+    dmc = _small_dmc(energy_cap=1000.0)
+    # the robust width of the starting energies: 1.4826 × median absolute deviation
+    energies = dmc.energies
+    mad = 1.4826 * np.median(np.abs(energies - np.median(energies)))
+    assert dmc.start_sigma == pytest.approx(mad) and dmc.start_sigma > 0
+    assert dmc.energy_cut() == pytest.approx(max(zen, 1000.0 * mad))
+    assert _small_dmc(energy_cap=1e-6).energy_cut() == pytest.approx(zen)  # never below the Zen cut
+    for bad in (0.0, -2.0, math.nan, "8"):
+        with pytest.raises(ValueError, match="energy_cap"):
+            _small_dmc(energy_cap=bad)
+
+
+def test_runaway_weight_is_bounded_without_energy_cap():
+    # one walker with an absurdly low local energy: exp(−Δτ(E_L − E_T)) overflows to inf, yet the
+    # population stays at max_walkers instead of exhausting memory
+    dmc = _small_dmc(energy_cap=False, max_walkers=100)
+    dmc.energies = dmc.energies.copy()
+    dmc.energies[0] = -1e6
+    with pytest.warns(RuntimeWarning, match="max_walkers"):
+        record = dmc.step()
+    assert dmc.walkers.n_walkers == 100
+    assert np.isfinite(record.mixed_energy) and np.isfinite(dmc.trial_energy)

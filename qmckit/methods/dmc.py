@@ -24,9 +24,21 @@ The drift–diffusion runs on whichever driver is passed (:class:`~qmckit.method
 CPU, :class:`~qmckit.backends.cuda_driver.CudaVMC` on the GPU).
 
 Guards: walkers whose energy is not finite are removed and counted, never averaged; when
-branching would exceed ``max_walkers`` the population is thinned evenly with a warning. Optionally (``energy_cap``, on by default) E_L − E_T in the branching factor is limited
-to ±0.2 √(N/Δτ), the size-consistent cut-off of Zen et al., Phys. Rev. B 93, 241118 (2016); a
-walker stuck near a hard-core contact or a node then cannot explode the population.
+branching would exceed ``max_walkers`` the population is thinned evenly with a warning (and no
+walker gets more than ``max_walkers`` copies). Optionally (``energy_cap``, on by default) E_L − E_T
+in the branching factor is limited to ±E_cut, so that a walker near a hard-core contact or a node,
+where E_L diverges, cannot explode the population:
+
+- ``energy_cap=True``: E_cut = 0.2 √(N/Δτ), the size-consistent cut-off of Zen et al.,
+  Phys. Rev. B 93, 241118 (2016). It assumes a local-energy variance per particle of order one
+  energy unit squared (electrons in hartree). Where the variance per particle is larger it clips
+  typical walkers, not just outliers, and biases the energy upward at finite Δτ: for N = 500
+  trapped bosons (set B4, Var E_L / N ≈ 4.5 (ħω_⊥)²) it is about one standard deviation at
+  Δτ = 0.01.
+- ``energy_cap=c`` (a number): E_cut = max(0.2 √(N/Δτ), c σ₀), with σ₀ a robust width of E_L
+  over the starting walkers (1.4826 × the median absolute deviation). Clips only outliers beyond c σ₀; the Zen term still takes over
+  as Δτ → 0, so the Δτ → 0 limit is unbiased either way.
+- ``energy_cap=False``: no cut (a walker at a contact can then make millions of copies).
 """
 from __future__ import annotations
 
@@ -67,14 +79,17 @@ class DMC:
     max_walkers : hard cap (default 2 × target)
     energy_cap, drift_cap : limit E_L in the branching factor / the drift (see module doc)
     seed : seed of the branching stream (int or ``numpy.random.SeedSequence``)
-    driver : a VMC-like driver to move the walkers (default: a CPU :class:`VMC` on ``walkers``)
+    driver : a VMC-like driver to move the walkers (default: a CPU :class:`VMC` on ``walkers``). For a
+        system with a ``for_dmc()`` method (fermions: fixed-node rejection of node crossings) the
+        default driver is built on ``system.for_dmc()``; a driver passed here must already have been
+        built on ``system.for_dmc()`` (as :class:`~qmckit.runs.DMCRun` does)
     variants : study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
         passed to :class:`~qmckit.methods.vmc.VMC`
     """
 
     def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
                  feedback_time: float = 0.1, reference_time: float | None = None, max_walkers: int | None = None,
-                 energy_cap: bool = True, drift_cap: bool = True, seed=0, driver=None, **variants):
+                 energy_cap: bool | float = True, drift_cap: bool = True, seed=0, driver=None, **variants):
         if reference_time is None:
             reference_time = feedback_time
         for name, value in (("dt", dt), ("feedback_time", feedback_time), ("reference_time", reference_time)):
@@ -88,8 +103,13 @@ class DMC:
         self.max_walkers = int(max_walkers or 2 * self.target_walkers)
         self.feedback_time = float(feedback_time)
         self.reference_time = float(reference_time)
-        self.energy_cap = bool(energy_cap)
+        if not (isinstance(energy_cap, bool) or (isinstance(energy_cap, (int, float)) and energy_cap > 0
+                                                  and math.isfinite(energy_cap))):
+            raise ValueError(f"energy_cap must be True, False or a positive number of σ, got {energy_cap!r}")
+        self.energy_cap = energy_cap
         if driver is None:
+            if hasattr(system, "for_dmc"):  # fixed node: the system rejects moves that change the sign of ψ_T
+                system = self.system = system.for_dmc()
             driver = VMC(system, walkers, sampler="drift", dt=dt, drift_cap=drift_cap, **variants)
         elif driver.sampler != "drift" or driver.dt != self.dt:
             raise ValueError("driver must use the drift sampler with the DMC time step")
@@ -97,6 +117,9 @@ class DMC:
         self.branch_states = _rng.seed_states(seed, 1)
         self.energies = self.driver.local_energies()
         self.reference_energy = float(np.mean(self.energies))
+        # robust width (1.4826 × median absolute deviation): E_L has heavy tails near hard-core
+        # contacts and nodes, which make the sample standard deviation a lottery
+        self.start_sigma = 1.4826 * float(np.median(np.abs(self.energies - np.median(self.energies))))
         self.trial_energy = self.reference_energy
         self.cap_warnings = 0
 
@@ -111,6 +134,15 @@ class DMC:
     def set_dt(self, dt: float) -> None:
         """Change Δτ (e.g. a few large steps to relax quickly, as in the thesis's Fig. 6.3b)."""
         self.dt = self.driver.dt = float(dt)
+
+    def energy_cut(self) -> float:
+        """E_cut of the branching factor (see the module doc); inf when ``energy_cap`` is False."""
+        if self.energy_cap is False:
+            return math.inf
+        cut = 0.2 * math.sqrt(self.system.n_particles / self.dt)
+        if self.energy_cap is True:
+            return cut
+        return max(cut, float(self.energy_cap) * self.start_sigma)
 
     def step(self) -> StepRecord:
         e_old = self.energies
@@ -127,12 +159,13 @@ class DMC:
             self._set_walkers(self.walkers.take(np.nonzero(ok)[0]), e_new)
 
         e_trial = self.trial_energy
-        if self.energy_cap:
-            cut = 0.2 * math.sqrt(self.system.n_particles / self.dt)
+        if self.energy_cap is not False:
+            cut = self.energy_cut()
             shift = 0.5 * (np.clip(e_old - e_trial, -cut, cut) + np.clip(e_new - e_trial, -cut, cut))
         else:
             shift = 0.5 * (e_old + e_new) - e_trial
-        q = np.exp(-self.dt * shift)
+        with np.errstate(over="ignore"):  # a runaway weight is bounded next; never more copies than max_walkers
+            q = np.minimum(np.exp(-self.dt * shift), self.max_walkers)
         weight = float(q.sum())
         mixed = float(np.dot(q, e_new) / weight)
 
