@@ -3,6 +3,7 @@
     qmckit run bec --method vmc --n 20 --lam 1 --a 0.00433 --alpha 0.495 --json
     qmckit run bec --checkpoint run.h5 ...      # checkpoint after every block
     qmckit run bec --resume run.h5 --json       # continue an interrupted run
+    qmckit run atom --element Be --method vmc --dt 0.01 --json
 
 Bad input ends with exit status 2 and one line on stderr that names the parameter.
 """
@@ -47,6 +48,16 @@ _BEC_PARAMS = {
     "alpha": ("--alpha", _finite_float, "variational α in a_⊥⁻², > 0 (default 0.495)"),
 }
 _BEC_DEFAULTS = {"n": 20, "lam": 1.0, "a": 0.00433, "alpha": 0.495}
+_ATOM_PARAMS = {
+    "element": ("--element", str, "atom: He, Be or Ne (default He)"),
+    "alpha": ("--alpha", _finite_float, "orbital exponent α in bohr⁻¹, > 0 (default: the element's published "
+                                        "optimum, He 1.839, Be 3.925, Ne 9.546)"),
+    "beta": ("--beta", _finite_float, "Padé–Jastrow β in bohr⁻¹, ≥ 0 (default He 0.348, Be 0.109, Ne 0.177)"),
+}
+_ATOM_SWITCHES = {"jastrow": "--no-jastrow", "ee": "--no-ee"}
+# system → (parameter flags, defaults); every parameter is passed to make_system by its name
+_SYSTEM_PARAMS = {"bec": ({k: v[0] for k, v in _BEC_PARAMS.items()}, _BEC_DEFAULTS),
+                  "atom": ({k: v[0] for k, v in _ATOM_PARAMS.items()} | _ATOM_SWITCHES, {"element": "He"})}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (flag, kind, text) in _BEC_PARAMS.items():
         bec.add_argument(flag, dest=name, type=kind, default=None, help=text)
     _add_method_options(bec)
+    atom = systems.add_parser("atom", help="He, Be or Ne: hydrogenic orbitals + Padé–Jastrow (study 002)",
+                              description="An atom (He, Be, Ne) with hydrogenic orbitals of effective charge α and "
+                                          "a Padé–Jastrow factor. Lengths in bohr, energies in hartree; reports the "
+                                          "total energy as 'energy'. DMC is fixed-node (moves across a node of ψ_T "
+                                          "are rejected).")
+    for name, (flag, kind, text) in _ATOM_PARAMS.items():
+        atom.add_argument(flag, dest=name, type=kind, default=None, help=text)
+    atom.add_argument("--no-jastrow", dest="jastrow", action="store_false", default=None,
+                      help="leave out the Jastrow factor (ψ_T = D↑ D↓)")
+    atom.add_argument("--no-ee", dest="ee", action="store_false", default=None,
+                      help="leave out the electron–electron repulsion (with --no-jastrow and α = Z: exact, zero variance)")
+    _add_method_options(atom)
 
     reproduce = commands.add_parser("reproduce", help="reproduce a study's published table",
                                     description="Reproduce a published table and write markdown, JSON and a figure.")
@@ -121,8 +144,8 @@ def _fail(message: str) -> int:
 def _flag_for(message: str) -> str:
     """Turn 'alpha must be …' into '--alpha must be …' so the message names the CLI flag."""
     name = message.split(" ", 1)[0]
-    flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | {"equilibration": "--equil", "target_walkers": "--target-walkers",
-                                                         "dmc_equilibration": "--dmc-equil"}
+    flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | _SYSTEM_PARAMS["atom"][0] | {
+        "equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil"}
     if name in flags:
         return flags[name] + message[len(name):]
     if name in _RUN_KEYS:
@@ -133,7 +156,8 @@ def _flag_for(message: str) -> str:
 def _run(args) -> int:
     from .runs import RunConfig, make_run, resume_run
 
-    given_params = {k: getattr(args, k) for k in _BEC_PARAMS if getattr(args, k) is not None}
+    param_flags, param_defaults = _SYSTEM_PARAMS[args.system]
+    given_params = {k: getattr(args, k) for k in param_flags if getattr(args, k) is not None}
     given_run = {k: getattr(args, k) for k in _RUN_KEYS if getattr(args, k, None) is not None}
     try:
         if args.resume:
@@ -144,10 +168,10 @@ def _run(args) -> int:
             clashes = [k for k, v in given_params.items() if saved.params.get(k) != v]
             clashes += [k for k, v in given_run.items() if getattr(saved, k) != v]
             if clashes:
-                return _fail(f"--resume: {', '.join('--' + c for c in clashes)} differ from the checkpoint; "
-                             "omit them to continue the saved run")
+                named = ", ".join(param_flags.get(c, "--" + c) for c in clashes)
+                return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
         else:
-            config = RunConfig(system=args.system, params=_BEC_DEFAULTS | given_params, **given_run)
+            config = RunConfig(system=args.system, params=param_defaults | given_params, **given_run)
             run = make_run(config, checkpoint_path=args.checkpoint)
     except ValueError as err:
         return _fail(_flag_for(str(err)))
@@ -194,12 +218,13 @@ def format_result(result: dict) -> str:
     """A short human-readable report of a run's result dictionary."""
     from .stats import format_value_error
 
-    params = ", ".join(f"{k}={v:g}" for k, v in result["params"].items())
+    params = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else f"{k}={v}"
+                       for k, v in result["params"].items())
     unit_of_work = "DMC steps" if result["method"] == "dmc" else "sweeps"
     lines = [f"{result['system']} {result['method']} ({params}), {result['walkers']} walkers × "
              f"{result['steps']} {unit_of_work}, sampler {result['sampler']}, seed {result['seed']}"]
     for name, est in result["estimates"].items():
-        unit = result["energy_unit"] if name.startswith("energy_per") else ""
+        unit = result["energy_unit"] if name.startswith("energy_per") or name == "energy" else ""
         lines.append(f"  {name:22s} {format_value_error(est['mean'], est['error'])} {unit}"
                      f"   (τ = {est['tau']:.2f} {unit_of_work})")
     lines.append(f"  acceptance {result['acceptance']:.3f}, wall time {result['wall_s']:.1f} s")

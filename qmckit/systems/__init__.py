@@ -1,7 +1,8 @@
 """Physical systems, one module each. ``make_system(name, **params)`` builds one by name."""
+from .atom import Atom, AtomParams
 from .bec import BosonParams, TrappedBosons
 
-SYSTEMS = {"bec": TrappedBosons}
+SYSTEMS = {"bec": TrappedBosons, "atom": Atom}
 
 
 def make_system(name: str, **params):
@@ -13,4 +14,4 @@ def make_system(name: str, **params):
     return cls(**params)
 
 
-__all__ = ["SYSTEMS", "make_system", "TrappedBosons", "BosonParams"]
+__all__ = ["SYSTEMS", "make_system", "TrappedBosons", "BosonParams", "Atom", "AtomParams"]

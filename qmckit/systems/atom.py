@@ -1,0 +1,557 @@
+"""Atoms He, Be and Ne with hydrogenic orbitals and a Padé–Jastrow factor (study 002, Nikolaisen 2011,
+§4.1/§6.3; parameters of Sandsdalen 2010, table 8.5).
+
+Units: atomic units (bohr, hartree E_h, time ħ/E_h). Born–Oppenheimer nucleus of charge Z at the
+origin, N = Z electrons (2, 4, 10), N↑ = N↓ = N/2 (electrons 0..N/2−1 up, the rest down):
+
+    H = Σ_i [−½∇_i² − Z/r_i] + Σ_{i<j} 1/r_ij
+    ψ_T = D↑ D↓ exp(Σ_{i<j} a_ij r_ij / (1 + β r_ij)),   D_s[k, j] = φ_j(r_k) (no normalisation)
+
+with a_ij = ½ for antiparallel and ¼ for parallel spins (the cusp conditions; the thesis text has
+them reversed, see doubt D4 of the notes). Orbitals of effective charge α, filled in this order
+(1s for He; 1s, 2s for Be; 1s, 2s, 2p_x, 2p_y, 2p_z for Ne), constant factors dropped:
+
+    φ_1s = e^{−αr},   φ_2s = (1 − αr/2) e^{−αr/2},   φ_2p,k = x_k e^{−αr/2}
+    ∇φ_1s = −α φ_1s r⃗/r                            ∇²φ_1s = α(αr − 2)/r e^{−αr}
+    ∇φ_2s = −(α/4)(4 − αr) e^{−αr/2} r⃗/r           ∇²φ_2s = −α(16 − 10αr + α²r²)/(8r) e^{−αr/2}
+    ∇φ_2p,k = e^{−αr/2} ê_k − (α x_k/(2r)) e^{−αr/2} r⃗   ∇²φ_2p,k = x_k α(αr − 8)/(4r) e^{−αr/2}
+
+With f(r) = a r/(1 + βr): f' = a/(1 + βr)², f'' + 2f'/r = 2a/(r(1 + βr)³). The local energy is
+
+    E_L = Σ_i [−½(∇²_i D/D + |∇_i U|² + 2 ∇_i ln D·∇_i U) − Z/r_i] − Σ_{i<j} 2a_ij/(r_ij(1 + βr_ij)³)
+          + Σ_{i<j} 1/r_ij
+
+Options: ``jastrow=False`` drops J, ``ee=False`` drops the electron–electron repulsion (with α = Z
+and both off, ψ_T is exact: E = −4, −20, −200 E_h with zero variance).
+
+Fixed-node DMC: the kernel parameter ``reject_node_crossing`` makes ``test_move`` return −inf for a
+move that changes the sign of ψ_T (a negative determinant ratio); :meth:`Atom.for_dmc` turns it on,
+and :class:`~qmckit.methods.dmc.DMC` calls it. VMC leaves it off (node crossings are allowed).
+
+Kernel parameter vector ``p``: [Z, α, β, jastrow (0/1), ee (0/1), reject_node_crossing (0/1)].
+
+Cache layout of one walker (N electrons, n = N/2 orbitals per spin block), float64:
+
+    T     (N, n)     row i: the transposed inverse of electron i's spin block, T[s·n + k, j] =
+                     (D_s⁻¹)[j, k]; rows s·n..s·n+n−1 form block s (see :mod:`qmckit.systems.slater`)
+    DPHI  (N, n, 3)  ∇φ_j(r_i), so ∇_i ln|D| = Σ_j DPHI[i, j] T[i, j] needs no orbital evaluation
+    JG    (N, 3)     ∇_i U = Σ_{l≠i} f'(r_il) r̂_il, updated in O(N) per accepted move
+    U, DU (n), (n,3) orbital values and gradients at the proposed position   ┐ scratch from
+    CO, CN (N), (N)  f'(r_il)/r_il of the moved electron before / after     │ test_move for
+    META  (1)        the determinant ratio of the last tested move          ┘ accept_move
+    MAT, LAP         (n, n), (n) scratch for inversion and orbital Laplacians
+
+``accept_move`` is a Sherman–Morrison update of one block (O(n²)) plus O(N) Jastrow gradient updates.
+``local_energy`` first rebuilds the whole cache from the positions (:func:`recompute`), so it is
+exact whatever round-off the incremental updates have gathered, and every measured sweep also
+refreshes the walker's cache.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numba as nb
+import numpy as np
+
+from .protocol import SystemKernels
+from .slater import det_ratio, invert, sherman_morrison_row
+
+ENERGY_KEY = "energy"
+ENERGY_UNIT = "E_h"
+
+# element → (Z, default α, default β): Sandsdalen 2010 table 8.5, used by study 002's Table 7.1
+ELEMENTS = {"He": (2, 1.839, 0.348), "Be": (4, 3.925, 0.109), "Ne": (10, 9.546, 0.177)}
+
+# Reference total energies in E_h (value, error or None). "thesis": study 002 Table 7.1 (VMC,
+# Δt → 0); "sandsdalen": the literature column of that table (Sandsdalen 2010, VMC, same ψ_T);
+# "exact": non-relativistic ground state (outside knowledge, not in the document).
+REFERENCE_ENERGIES = {
+    "He": {"thesis": (-2.8903, 2e-4), "sandsdalen": (-2.89040, None), "exact": (-2.903724, None)},
+    "Be": {"thesis": (-14.5015, 9e-4), "sandsdalen": (-14.50220, None), "exact": (-14.66736, None)},
+    "Ne": {"thesis": (-127.4598, 3e-3), "sandsdalen": (-127.284, None), "exact": (-128.9383, None)},
+}
+
+P_Z, P_ALPHA, P_BETA, P_JASTROW, P_EE, P_REJECT = range(6)
+A_ANTIPARALLEL = 0.5
+A_PARALLEL = 0.25
+_PRINCIPAL = (1, 2, 2, 2, 2)  # principal quantum number of orbital j
+
+
+def _is_number(value) -> bool:
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+@dataclass(frozen=True)
+class AtomParams:
+    """Parameters of an atom with hydrogenic orbitals and a Padé–Jastrow factor.
+
+    element  "He", "Be" or "Ne" (Z = N = 2, 4, 10 electrons, spin-balanced)
+    alpha    effective orbital charge α, in bohr⁻¹ (> 0; default: Sandsdalen's optimum for the element,
+             He 1.839, Be 3.925, Ne 9.546; α = Z is the bare hydrogenic value)
+    beta     Padé–Jastrow β, in bohr⁻¹ (≥ 0; default He 0.348, Be 0.109, Ne 0.177)
+    jastrow  include the Jastrow factor (True) or not
+    ee       include the electron–electron repulsion Σ 1/r_ij in H (True) or not
+    """
+
+    element: str = "He"
+    alpha: float | None = None
+    beta: float | None = None
+    jastrow: bool = True
+    ee: bool = True
+
+    def __post_init__(self):
+        element = self.element
+        if isinstance(element, str):
+            element = {k.lower(): k for k in ELEMENTS}.get(element.strip().lower(), element)
+        if element not in ELEMENTS:
+            raise ValueError(f"element must be one of {', '.join(ELEMENTS)}, got {self.element!r}")
+        object.__setattr__(self, "element", element)
+        _, alpha0, beta0 = ELEMENTS[element]
+        for name, default, strict in (("alpha", alpha0, True), ("beta", beta0, False)):
+            value = getattr(self, name)
+            if value is None:
+                value = default
+            if not _is_number(value) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+            if (value <= 0) if strict else (value < 0):
+                raise ValueError(f"{name} must be {'>' if strict else '≥'} 0, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("jastrow", "ee"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {value!r}")
+            object.__setattr__(self, name, bool(value))
+
+    @property
+    def z(self) -> int:
+        return ELEMENTS[self.element][0]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def noninteracting_energy(element: str, alpha: float) -> float:
+    """Exact VMC energy without Jastrow and without e–e repulsion: Σ_orbitals (α²/2 − Zα)/n² E_h.
+
+    The orbitals of one α are orthogonal hydrogenic eigenfunctions of charge α, so ⟨T⟩ = α²/(2n²) and
+    ⟨1/r⟩ = α/n² per electron; at α = Z this is the exact −4, −20, −200 E_h for He, Be, Ne.
+    """
+    z = ELEMENTS[element][0]
+    n_orb = z // 2
+    return 2.0 * sum((0.5 * alpha * alpha - z * alpha) / _PRINCIPAL[j] ** 2 for j in range(n_orb))
+
+
+def helium_no_jastrow_energy(alpha: float) -> float:
+    """Exact VMC energy of He with ψ = e^{−α(r1 + r2)} and e–e repulsion: α² − 4α + 5α/8 E_h."""
+    return alpha * alpha - 4.0 * alpha + 0.625 * alpha
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+# --------------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def _orbitals(x, y, z, alpha, n, val, grad, lap, with_lap):
+    """φ_j, ∇φ_j (and ∇²φ_j if ``with_lap``) of the first ``n`` orbitals at (x, y, z)."""
+    r = math.sqrt(x * x + y * y + z * z)
+    rinv = 1.0 / r if r > 0.0 else 0.0
+    e1 = math.exp(-alpha * r)
+    val[0] = e1
+    g = -alpha * e1 * rinv
+    grad[0, 0] = g * x
+    grad[0, 1] = g * y
+    grad[0, 2] = g * z
+    if with_lap:
+        lap[0] = alpha * (alpha * r - 2.0) * rinv * e1
+    if n > 1:
+        e2 = math.exp(-0.5 * alpha * r)
+        ar = alpha * r
+        val[1] = (1.0 - 0.5 * ar) * e2
+        g = -0.25 * alpha * (4.0 - ar) * e2 * rinv
+        grad[1, 0] = g * x
+        grad[1, 1] = g * y
+        grad[1, 2] = g * z
+        if with_lap:
+            lap[1] = -alpha * (16.0 - 10.0 * ar + ar * ar) * 0.125 * rinv * e2
+        h = -0.5 * alpha * e2 * rinv  # ∇e^{−αr/2} = h r⃗
+        lap_factor = alpha * (ar - 8.0) * 0.25 * rinv * e2
+        for k in range(n - 2):
+            c = x if k == 0 else (y if k == 1 else z)
+            j = 2 + k
+            val[j] = c * e2
+            grad[j, 0] = c * h * x
+            grad[j, 1] = c * h * y
+            grad[j, 2] = c * h * z
+            grad[j, k] += e2
+            if with_lap:
+                lap[j] = c * lap_factor
+
+
+@nb.njit(cache=True, inline="always")
+def _pair_a(i, l, n):
+    """Jastrow a of the pair (i, l): ¼ for parallel spins, ½ for antiparallel."""
+    return A_PARALLEL if (i < n) == (l < n) else A_ANTIPARALLEL
+
+
+@nb.njit(cache=True, inline="always")
+def _views(cache, N):
+    n = N // 2
+    o = 0
+    T = cache[o:o + N * n].reshape((N, n))
+    o += N * n
+    DPHI = cache[o:o + 3 * N * n].reshape((N, n, 3))
+    o += 3 * N * n
+    JG = cache[o:o + 3 * N].reshape((N, 3))
+    o += 3 * N
+    U = cache[o:o + n]
+    o += n
+    DU = cache[o:o + 3 * n].reshape((n, 3))
+    o += 3 * n
+    CO = cache[o:o + N]
+    o += N
+    CN = cache[o:o + N]
+    o += N
+    META = cache[o:o + 1]
+    o += 1
+    MAT = cache[o:o + n * n].reshape((n, n))
+    o += n * n
+    LAP = cache[o:o + n]
+    return T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP
+
+
+def cache_size_for(n_electrons: int) -> int:
+    """Length of one walker's cache row (see the module docstring)."""
+    N = n_electrons
+    n = N // 2
+    return N * n + 3 * N * n + 3 * N + n + 3 * n + 2 * N + 1 + n * n + n
+
+
+@nb.njit(cache=True)
+def log_psi(R, p):
+    """ln|ψ_T(R)| (−inf on a node), from scratch."""
+    N = R.shape[0]
+    n = N // 2
+    alpha, beta = p[P_ALPHA], p[P_BETA]
+    M = np.empty((n, n))
+    inv = np.empty((n, n))
+    val = np.empty(n)
+    grad = np.empty((n, 3))
+    total = 0.0
+    for s in range(2):
+        for k in range(n):
+            _orbitals(R[s * n + k, 0], R[s * n + k, 1], R[s * n + k, 2], alpha, n, val, grad, val, False)
+            for j in range(n):
+                M[j, k] = val[j]
+        log_abs, _ = invert(M, inv)
+        total += log_abs
+    if p[P_JASTROW] != 0.0:
+        for i in range(N):
+            for l in range(i + 1, N):
+                r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
+                total += _pair_a(i, l, n) * r / (1.0 + beta * r)
+    return total
+
+
+@nb.njit(cache=True)
+def recompute(R, p, cache):
+    """Rebuild the cache from the positions: both inverse blocks, orbital gradients, ∇U."""
+    N = R.shape[0]
+    n = N // 2
+    alpha, beta = p[P_ALPHA], p[P_BETA]
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    for s in range(2):
+        for k in range(n):
+            i = s * n + k
+            _orbitals(R[i, 0], R[i, 1], R[i, 2], alpha, n, U, DPHI[i], LAP, False)
+            for j in range(n):
+                MAT[j, k] = U[j]  # Dᵀ, whose inverse is T
+        invert(MAT, T[s * n:(s + 1) * n])
+    for i in range(N):
+        CO[i] = 0.0
+        CN[i] = 0.0
+        for c in range(3):
+            JG[i, c] = 0.0
+    META[0] = 0.0
+    if p[P_JASTROW] != 0.0:
+        for i in range(N):
+            for l in range(i + 1, N):
+                dx = R[i, 0] - R[l, 0]
+                dy = R[i, 1] - R[l, 1]
+                dz = R[i, 2] - R[l, 2]
+                r = math.sqrt(dx * dx + dy * dy + dz * dz)
+                b = 1.0 / (1.0 + beta * r)
+                c = _pair_a(i, l, n) * b * b / r  # f'(r)/r
+                JG[i, 0] += c * dx
+                JG[i, 1] += c * dy
+                JG[i, 2] += c * dz
+                JG[l, 0] -= c * dx
+                JG[l, 1] -= c * dy
+                JG[l, 2] -= c * dz
+
+
+@nb.njit(cache=True)
+def gradient(R, p, cache, i, out):
+    """∇_i ln|ψ(R)| from the cache: Σ_j ∇φ_j(r_i) T[i, j] + ∇_i U."""
+    N = R.shape[0]
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    gx = JG[i, 0]
+    gy = JG[i, 1]
+    gz = JG[i, 2]
+    for j in range(T.shape[1]):
+        t = T[i, j]
+        gx += DPHI[i, j, 0] * t
+        gy += DPHI[i, j, 1] * t
+        gz += DPHI[i, j, 2] * t
+    out[0] = gx
+    out[1] = gy
+    out[2] = gz
+
+
+@nb.njit(cache=True)
+def test_move(R, p, cache, i, r_new, grad_new):
+    """ln|ψ(R')/ψ(R)| for electron ``i`` moved to ``r_new`` and ∇_i ln|ψ(R')| into ``grad_new``.
+
+    The determinant ratio is row i of T times the new orbital row; with ``reject_node_crossing``
+    set, a move to the other sign of ψ_T (negative ratio) returns −inf. Leaves the scratch that
+    ``accept_move`` needs. O(n + N).
+    """
+    N = R.shape[0]
+    n = N // 2
+    alpha, beta = p[P_ALPHA], p[P_BETA]
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    x, y, z = r_new[0], r_new[1], r_new[2]
+    _orbitals(x, y, z, alpha, n, U, DU, LAP, False)
+    q = det_ratio(T[i], U)
+    META[0] = q
+    if not (q != 0.0 and math.isfinite(q)) or (p[P_REJECT] != 0.0 and q < 0.0):
+        return -np.inf
+    inv_q = 1.0 / q
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
+    for j in range(n):
+        t = T[i, j] * inv_q
+        gx += DU[j, 0] * t
+        gy += DU[j, 1] * t
+        gz += DU[j, 2] * t
+    log_ratio = math.log(abs(q))
+    if p[P_JASTROW] != 0.0:
+        xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+        delta = 0.0
+        for l in range(N):
+            if l == i:
+                CO[l] = 0.0
+                CN[l] = 0.0
+                continue
+            a = _pair_a(i, l, n)
+            dxo = xo - R[l, 0]
+            dyo = yo - R[l, 1]
+            dzo = zo - R[l, 2]
+            dxn = x - R[l, 0]
+            dyn = y - R[l, 1]
+            dzn = z - R[l, 2]
+            ro = math.sqrt(dxo * dxo + dyo * dyo + dzo * dzo)
+            rn = math.sqrt(dxn * dxn + dyn * dyn + dzn * dzn)
+            bo = 1.0 / (1.0 + beta * ro)
+            bn = 1.0 / (1.0 + beta * rn)
+            delta += a * (rn * bn - ro * bo)
+            CO[l] = a * bo * bo / ro
+            cn = a * bn * bn / rn
+            CN[l] = cn
+            gx += cn * dxn
+            gy += cn * dyn
+            gz += cn * dzn
+        log_ratio += delta
+    grad_new[0] = gx
+    grad_new[1] = gy
+    grad_new[2] = gz
+    return log_ratio
+
+
+@nb.njit(cache=True)
+def accept_move(R, p, cache, i, r_new, grad_new):
+    """Commit the move tested last: Sherman–Morrison on electron i's block, its orbital
+    gradients, and ∇U of every electron (O(n² + N))."""
+    N = R.shape[0]
+    n = N // 2
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    s = i // n
+    sherman_morrison_row(T[s * n:(s + 1) * n], i - s * n, U, META[0])
+    for j in range(n):
+        for c in range(3):
+            DPHI[i, j, c] = DU[j, c]
+    x, y, z = r_new[0], r_new[1], r_new[2]
+    if p[P_JASTROW] != 0.0:
+        xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+        jx = 0.0
+        jy = 0.0
+        jz = 0.0
+        for l in range(N):
+            if l == i:
+                continue
+            co = CO[l]
+            cn = CN[l]
+            JG[l, 0] += cn * (R[l, 0] - x) - co * (R[l, 0] - xo)
+            JG[l, 1] += cn * (R[l, 1] - y) - co * (R[l, 1] - yo)
+            JG[l, 2] += cn * (R[l, 2] - z) - co * (R[l, 2] - zo)
+            jx += cn * (x - R[l, 0])
+            jy += cn * (y - R[l, 1])
+            jz += cn * (z - R[l, 2])
+        JG[i, 0] = jx
+        JG[i, 1] = jy
+        JG[i, 2] = jz
+    R[i, 0] = x
+    R[i, 1] = y
+    R[i, 2] = z
+
+
+@nb.njit(cache=True)
+def local_energy(R, p, cache):
+    """E_L(R) in E_h (total energy of the atom). Rebuilds the cache first (exact; refreshes it)."""
+    recompute(R, p, cache)
+    N = R.shape[0]
+    n = N // 2
+    Z, alpha, beta = p[P_Z], p[P_ALPHA], p[P_BETA]
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    energy = 0.0
+    for i in range(N):
+        x, y, z = R[i, 0], R[i, 1], R[i, 2]
+        _orbitals(x, y, z, alpha, n, U, DU, LAP, True)
+        gx = 0.0
+        gy = 0.0
+        gz = 0.0
+        lap_d = 0.0
+        for j in range(n):
+            t = T[i, j]
+            gx += DU[j, 0] * t
+            gy += DU[j, 1] * t
+            gz += DU[j, 2] * t
+            lap_d += LAP[j] * t
+        jx, jy, jz = JG[i, 0], JG[i, 1], JG[i, 2]
+        energy -= 0.5 * (lap_d + jx * jx + jy * jy + jz * jz + 2.0 * (gx * jx + gy * jy + gz * jz))
+        energy -= Z / math.sqrt(x * x + y * y + z * z)
+    jastrow = p[P_JASTROW] != 0.0
+    ee = p[P_EE] != 0.0
+    if jastrow or ee:
+        for i in range(N):
+            for l in range(i + 1, N):
+                r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
+                if jastrow:
+                    b = 1.0 / (1.0 + beta * r)
+                    energy -= 2.0 * _pair_a(i, l, n) * b * b * b / r
+                if ee:
+                    energy += 1.0 / r
+    return energy
+
+
+@nb.njit(cache=True)
+def other_drift_change(R, p, cache, i, r_new, dt):
+    """(Δt/2) Σ_{j≠i} (|∇_j ln ψ(R)|² − |∇_j ln ψ(R')|²) for the move just tested (study 002's
+    all-particle Green's function, doubt D1; exact sampling never uses it). O(n² + N)."""
+    N = R.shape[0]
+    n = N // 2
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    q = META[0]
+    s = i // n
+    jastrow = p[P_JASTROW] != 0.0
+    x, y, z = r_new[0], r_new[1], r_new[2]
+    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+    total = 0.0
+    for l in range(N):
+        if l == i:
+            continue
+        # old gradient, and Σ_j ∇φ_j(r_l) T[i, j] for the change of row l of T
+        gx = JG[l, 0]
+        gy = JG[l, 1]
+        gz = JG[l, 2]
+        hx = 0.0
+        hy = 0.0
+        hz = 0.0
+        v = 0.0
+        same_block = l // n == s
+        for j in range(n):
+            t = T[l, j]
+            gx += DPHI[l, j, 0] * t
+            gy += DPHI[l, j, 1] * t
+            gz += DPHI[l, j, 2] * t
+            if same_block:
+                ti = T[i, j]
+                hx += DPHI[l, j, 0] * ti
+                hy += DPHI[l, j, 1] * ti
+                hz += DPHI[l, j, 2] * ti
+                v += U[j] * t
+        f = v / q if same_block else 0.0
+        nx = gx - f * hx
+        ny = gy - f * hy
+        nz = gz - f * hz
+        if jastrow:
+            nx += CN[l] * (R[l, 0] - x) - CO[l] * (R[l, 0] - xo)
+            ny += CN[l] * (R[l, 1] - y) - CO[l] * (R[l, 1] - yo)
+            nz += CN[l] * (R[l, 2] - z) - CO[l] * (R[l, 2] - zo)
+        total += gx * gx + gy * gy + gz * gz - (nx * nx + ny * ny + nz * nz)
+    return 0.5 * dt * total
+
+
+KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
+                        accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
+                        other_drift_change=other_drift_change)
+
+
+class Atom:
+    """An atom (He, Be, Ne) for the generic VMC and DMC drivers; reports the total ``energy`` in E_h."""
+
+    name = "atom"
+    dim = 3
+    energy_key = ENERGY_KEY
+    energy_unit = ENERGY_UNIT
+    kernels = KERNELS
+
+    def __init__(self, params: AtomParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
+        self.params = params if params is not None else AtomParams(**kwargs)
+        self.reject_node_crossing = bool(reject_node_crossing)
+
+    def __repr__(self):
+        p = self.params
+        extra = "" if p.jastrow and p.ee else f", jastrow={p.jastrow}, ee={p.ee}"
+        fixed_node = ", reject_node_crossing=True" if self.reject_node_crossing else ""
+        return f"Atom(element={p.element!r}, alpha={p.alpha:g}, beta={p.beta:g}{extra}{fixed_node})"
+
+    def for_dmc(self) -> "Atom":
+        """The same atom with moves across a node of ψ_T rejected (fixed-node DMC)."""
+        return Atom(self.params, reject_node_crossing=True)
+
+    @property
+    def z(self) -> int:
+        return self.params.z
+
+    @property
+    def n_particles(self) -> int:
+        return self.params.z
+
+    @property
+    def n_up(self) -> int:
+        return self.params.z // 2
+
+    @property
+    def kernel_params(self) -> np.ndarray:
+        p = self.params
+        return np.array([float(p.z), p.alpha, p.beta, float(p.jastrow), float(p.ee),
+                         float(self.reject_node_crossing)])
+
+    def cache_size(self) -> int:
+        return cache_size_for(self.n_particles)
+
+    def energy_scale(self) -> float:
+        """Walker energies are already the reported ``energy`` (total, in E_h)."""
+        return 1.0
+
+    def density_range(self) -> float:
+        """A radius (bohr) that holds the electron cloud: 4/α for 1s only, 12/α with an n = 2 shell."""
+        return (4.0 if self.n_particles <= 2 else 12.0) / self.params.alpha
+
+    def initial_positions(self, n_walkers: int, rng: np.random.Generator) -> np.ndarray:
+        """Positions (W, N, 3): each electron Gaussian around the nucleus with the width of its
+        shell (1/α for 1s, 2.5/α for n = 2); equilibration does the rest."""
+        n = self.n_up
+        width = np.array([1.0 if _PRINCIPAL[k] == 1 else 2.5 for k in range(n)] * 2) / self.params.alpha
+        return rng.normal(size=(n_walkers, 2 * n, 3)) * width[None, :, None]

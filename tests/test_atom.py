@@ -1,0 +1,309 @@
+"""Atoms He, Be, Ne (study 002): kernels against finite differences and numpy, the incremental cache
+against a rebuild, exact non-interacting energies, published VMC energies, fixed-node DMC, the CLI."""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from qmckit import RunConfig, VMCRun
+from qmckit.methods.dmc import DMC
+from qmckit.methods.vmc import VMC
+from qmckit.runs import make_run
+from qmckit.systems import make_system
+from qmckit.systems.atom import (ELEMENTS, REFERENCE_ENERGIES, Atom, AtomParams, _views, helium_no_jastrow_energy,
+                                 noninteracting_energy)
+from qmckit.systems.slater import det_ratio, invert, sherman_morrison_row, slogdet
+from qmckit.walkers import Walkers
+
+QMCKIT = [sys.executable, "-m", "qmckit.cli"]
+HE_EXACT = -2.903724  # non-relativistic ground state (Pekeris), outside the document
+
+
+def potential(R, z, ee=True):
+    r = np.linalg.norm(R, axis=1)
+    v = -z * np.sum(1.0 / r)
+    if ee:
+        i, j = np.triu_indices(len(R), 1)
+        v += np.sum(1.0 / np.linalg.norm(R[i] - R[j], axis=1))
+    return v
+
+
+def walkers_for(system, n_walkers, seed):
+    positions = system.initial_positions(n_walkers, np.random.default_rng(seed))
+    return Walkers.from_positions(positions, seed, system.cache_size())
+
+
+def equilibrated_configs(system, n_walkers, seed, sweeps=200):
+    """Configurations drawn from |ψ_T|² (not from the crude starting guess)."""
+    vmc = VMC(system, walkers_for(system, n_walkers, seed), sampler="drift", dt=0.2 / system.params.alpha ** 2)
+    vmc.sweep(sweeps, measure=False)
+    return vmc.walkers.positions.copy()
+
+
+# --- parameters ------------------------------------------------------------------------------
+def test_params_defaults_and_validation():
+    p = AtomParams(element="be")
+    assert (p.element, p.alpha, p.beta, p.jastrow, p.ee, p.z) == ("Be", 3.925, 0.109, True, True, 4)
+    assert make_system("atom", element="Ne", alpha=10).params.alpha == 10.0
+    for kwargs, name in (({"element": "Xx"}, "element"), ({"alpha": 0.0}, "alpha"), ({"alpha": float("nan")}, "alpha"),
+                         ({"beta": -0.1}, "beta"), ({"jastrow": 1}, "jastrow"), ({"ee": "no"}, "ee")):
+        with pytest.raises(ValueError, match=f"^{name} "):
+            AtomParams(**kwargs)
+    system = Atom(element="He")
+    assert system.energy_key == "energy" and system.energy_scale() == 1.0 and system.n_particles == 2
+    assert not hasattr(system, "cuda_sweeper")
+    assert system.kernel_params[5] == 0.0 and system.for_dmc().kernel_params[5] == 1.0
+    assert system.for_dmc().params == system.params
+
+
+# --- Slater helpers --------------------------------------------------------------------------
+def test_slater_helpers_against_numpy():
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 5):
+        D = rng.normal(size=(n, n))
+        T = np.empty((n, n))
+        log_abs, sign = invert(D.T.copy(), T)  # T = (D⁻¹)ᵀ from Dᵀ
+        assert np.allclose(T, np.linalg.inv(D).T, rtol=1e-12, atol=1e-12)
+        ref_sign, ref_log = np.linalg.slogdet(D)
+        assert sign == ref_sign and log_abs == pytest.approx(ref_log, abs=1e-12)
+        assert slogdet(D) == pytest.approx((ref_log, ref_sign), abs=1e-12)
+        for _ in range(20):  # a chain of one-row updates stays equal to the direct inverse
+            k = int(rng.integers(n))
+            u = rng.normal(size=n)
+            D_new = D.copy()
+            D_new[k] = u
+            q = det_ratio(T[k], u)
+            assert q == pytest.approx(np.linalg.det(D_new) / np.linalg.det(D), rel=1e-10)
+            sherman_morrison_row(T, k, u, q)
+            D = D_new
+            assert np.allclose(T, np.linalg.inv(D).T, rtol=1e-9, atol=1e-9)
+    singular = np.ones((2, 2))
+    assert invert(singular, np.empty((2, 2)))[1] == 0.0
+
+
+# --- kernels against finite differences of log ψ -----------------------------------------------
+def _fd_gradient_and_laplacian(system, R, i):
+    """4th-order central differences of ln|ψ| for electron i: (∇_i, ∇²_i)."""
+    p = system.kernel_params
+    log_psi = system.kernels.log_psi
+    f0 = log_psi(R, p)
+    grad = np.empty(3)
+    lap = 0.0
+    for k in range(3):
+        def f(step):
+            Rs = R.copy()
+            Rs[i, k] += step
+            return log_psi(Rs, p)
+        h = 1e-4
+        grad[k] = (-f(2 * h) + 8 * f(h) - 8 * f(-h) + f(-2 * h)) / (12 * h)
+        h = 1e-3
+        lap += (-f(2 * h) + 16 * f(h) - 30 * f0 + 16 * f(-h) - f(-2 * h)) / (12 * h * h)
+    return grad, lap
+
+
+@pytest.mark.parametrize("element", list(ELEMENTS))
+@pytest.mark.parametrize("jastrow", [True, False])
+def test_gradient_laplacian_and_ratio_match_finite_differences(element, jastrow):
+    system = Atom(element=element, jastrow=jastrow)
+    k = system.kernels
+    p = system.kernel_params
+    N = system.n_particles
+    for R in equilibrated_configs(system, 2, seed=5, sweeps=30):
+        cache = np.zeros(system.cache_size())
+        k.recompute(R, p, cache)
+        kinetic_sum = 0.0  # Σ_i (∇²_i ln ψ + |∇_i ln ψ|²) = ∇²ψ/ψ summed over electrons
+        for i in range(N):
+            fd_grad, fd_lap = _fd_gradient_and_laplacian(system, R, i)
+            grad = np.empty(3)
+            k.gradient(R, p, cache, i, grad)
+            scale = 1.0 + np.abs(fd_grad).max()
+            assert np.allclose(grad, fd_grad, rtol=0, atol=1e-7 * scale), (i, grad, fd_grad)
+            kinetic_sum += fd_lap + fd_grad @ fd_grad
+        e_fd = -0.5 * kinetic_sum + potential(R, system.z)
+        e_kernel = k.local_energy(R, p, cache)
+        assert e_kernel == pytest.approx(e_fd, abs=1e-5 * (1 + abs(e_fd))), (e_kernel, e_fd)
+        # test_move: ratio and new gradient against log ψ and a rebuilt cache at R'
+        rng = np.random.default_rng(7)
+        for i in range(N):
+            r_new = R[i] + rng.normal(size=3) * 0.3 / system.params.alpha
+            g_new = np.empty(3)
+            log_ratio = k.test_move(R, p, cache, i, r_new, g_new)
+            R_new = R.copy()
+            R_new[i] = r_new
+            assert log_ratio == pytest.approx(k.log_psi(R_new, p) - k.log_psi(R, p), abs=1e-10)
+            fresh = np.zeros_like(cache)
+            k.recompute(R_new, p, fresh)
+            g_ref = np.empty(3)
+            k.gradient(R_new, p, fresh, i, g_ref)
+            assert np.allclose(g_new, g_ref, rtol=1e-10, atol=1e-10)
+            # the all-particle Green's-function term (study 002's D1) against the rebuilt cache
+            dt = 0.01
+            ref = 0.0
+            for j in range(N):
+                if j != i:
+                    a, b = np.empty(3), np.empty(3)
+                    k.gradient(R, p, cache, j, a)
+                    k.gradient(R_new, p, fresh, j, b)
+                    ref += a @ a - b @ b
+            assert k.other_drift_change(R, p, cache, i, r_new, dt) == pytest.approx(0.5 * dt * ref, rel=1e-9, abs=1e-12)
+
+
+# --- incremental cache ----------------------------------------------------------------------
+@pytest.mark.parametrize("element", list(ELEMENTS))
+def test_incremental_cache_equals_recompute_after_200_accepted_moves(element):
+    system = Atom(element=element)
+    N = system.n_particles
+    vmc = VMC(system, walkers_for(system, 2, seed=11), sampler="drift", dt=0.1 / system.params.alpha ** 2)
+    sweeps = math.ceil(260 / N)
+    _, acceptance = vmc.sweep(sweeps, measure=False)  # measuring would rebuild the cache
+    assert acceptance * sweeps * N >= 200
+    incremental = vmc.walkers.caches.copy()
+    vmc.recompute()
+    p = system.kernel_params
+    for w in range(2):
+        a, b = _views(incremental[w], N), _views(vmc.walkers.caches[w], N)
+        for name, index in (("T", 0), ("DPHI", 1), ("JG", 2)):
+            scale = max(1.0, np.abs(b[index]).max())
+            assert np.abs(a[index] - b[index]).max() < 1e-10 * scale, name
+        R = vmc.walkers.positions[w]
+        for i in range(N):
+            g_inc, g_ref = np.empty(3), np.empty(3)
+            system.kernels.gradient(R, p, incremental[w], i, g_inc)
+            system.kernels.gradient(R, p, vmc.walkers.caches[w], i, g_ref)
+            assert np.allclose(g_inc, g_ref, rtol=1e-10, atol=1e-10)
+
+
+# --- exact answers --------------------------------------------------------------------------
+@pytest.mark.parametrize("element, exact", [("He", -4.0), ("Be", -20.0), ("Ne", -200.0)])
+@pytest.mark.parametrize("sampler", ["brute", "drift"])
+def test_noninteracting_atoms_are_exact_with_zero_variance(element, exact, sampler):
+    z = ELEMENTS[element][0]
+    assert noninteracting_energy(element, z) == exact
+    system = Atom(element=element, alpha=z, jastrow=False, ee=False)
+    vmc = VMC(system, walkers_for(system, 20, seed=2), sampler=sampler, dt=0.2 / z ** 2, step=1.0 / z)
+    vmc.equilibrate(20)
+    energies, acceptance = vmc.sweep(50)
+    assert 0.2 < acceptance <= 1.0
+    assert np.abs(energies - exact).max() < 1e-9
+
+
+@pytest.mark.filterwarnings("ignore:reblock:RuntimeWarning")  # short series
+def test_noninteracting_run_reports_exact_energy():
+    run = VMCRun(RunConfig(system="atom", params=dict(element="Be", alpha=4.0, jastrow=False, ee=False),
+                           walkers=20, steps=50, dt=0.01, seed=1))
+    energy = run.run()["estimates"]["energy"]
+    assert abs(energy["mean"] + 20.0) < 1e-9 and energy["error"] < 1e-10
+
+
+@pytest.mark.parametrize("case", ["Be without Jastrow or e-e, alpha=3.8", "He without Jastrow, alpha=27/16"])
+def test_closed_form_energies_away_from_the_exact_alpha(case):
+    # these test the sampling, not only E_L: ψ_T is not an eigenfunction here
+    if case.startswith("Be"):
+        params, exact = dict(element="Be", alpha=3.8, jastrow=False, ee=False), noninteracting_energy("Be", 3.8)
+    else:
+        params, exact = dict(element="He", alpha=27 / 16, jastrow=False), helium_no_jastrow_energy(27 / 16)
+        assert exact == pytest.approx(-(27 / 16) ** 2)
+    run = VMCRun(RunConfig(system="atom", params=params, walkers=200, steps=1500, dt=0.02, seed=4))
+    run.run()
+    energy = run.estimates()["energy"]
+    assert 0 < energy.error < 6e-3
+    assert abs(energy.mean - exact) < 3 * energy.error, (energy, exact)
+
+
+# --- published VMC energies (study 002, Table 7.1) --------------------------------------------
+@pytest.mark.parametrize("element, walkers, steps, dt, max_error", [("He", 200, 3000, 0.05, 1.2e-3),
+                                                                    ("Be", 200, 6000, 0.02, 3.5e-3)])
+def test_vmc_reproduces_table_7_1(element, walkers, steps, dt, max_error):
+    run = VMCRun(RunConfig(system="atom", params=dict(element=element), walkers=walkers, steps=steps, dt=dt,
+                           seed=2011))
+    run.run()
+    energy = run.estimates()["energy"]
+    published, published_error = REFERENCE_ENERGIES[element]["thesis"]
+    assert 0 < energy.error < max_error
+    assert abs(energy.mean - published) < 3 * math.hypot(energy.error, published_error), energy
+
+
+# --- fixed-node DMC -------------------------------------------------------------------------
+def test_node_crossing_is_rejected_only_when_the_flag_is_set():
+    # Be's same-spin block (1s, 2s): with electron 1 at radius 1, the node of D↑ in r_0 is the sphere
+    # |r_0| = 1 (φ_2s/φ_1s is monotonic in r), so moving electron 0 from radius 0.3 to 1.5 flips the sign
+    vmc_system = Atom(element="Be")
+    dmc_system = vmc_system.for_dmc()
+    R = np.array([[0.3, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.4], [0.5, 0.5, 0.0]])
+    crossing, staying = np.array([0.0, 0.0, 1.5]), np.array([0.0, 0.2, 0.5])
+    p = vmc_system.kernel_params
+    sign = lambda R: np.sign(np.linalg.det(np.array([[np.exp(-p[1] * r), (1 - p[1] * r / 2) * np.exp(-p[1] * r / 2)]
+                                                      for r in np.linalg.norm(R[:2], axis=1)])))
+    for r_new, flips in ((crossing, True), (staying, False)):
+        R_new = R.copy()
+        R_new[0] = r_new
+        assert (sign(R_new) != sign(R)) == flips
+        results = []
+        for system in (vmc_system, dmc_system):
+            cache = np.zeros(system.cache_size())
+            system.kernels.recompute(R, system.kernel_params, cache)
+            results.append(system.kernels.test_move(R, system.kernel_params, cache, 0, r_new, np.empty(3)))
+        assert math.isfinite(results[0])
+        assert results[1] == (-math.inf if flips else results[0])
+
+
+@pytest.mark.filterwarnings("ignore:reblock:RuntimeWarning")  # short series
+def test_dmc_drivers_use_the_node_rejecting_kernels():
+    system = Atom(element="Be")
+    dmc = DMC(system, walkers_for(system, 10, seed=1), dt=0.01)
+    assert dmc.system.reject_node_crossing and dmc.driver._p[5] == 1.0
+    run = make_run(RunConfig(system="atom", params=dict(element="Be"), method="dmc", walkers=10, steps=2,
+                             equilibration=2, dmc_equilibration=2, dt=0.01))
+    assert run.system.reject_node_crossing and run.vmc._p[5] == 1.0
+    vmc_run = make_run(RunConfig(system="atom", params=dict(element="Be"), walkers=10, steps=2, dt=0.01))
+    assert not vmc_run.system.reject_node_crossing and vmc_run.vmc._p[5] == 0.0
+    result = run.run()
+    assert result["params"] == AtomParams(element="Be").as_dict()  # the flag is no physics parameter
+
+
+@pytest.mark.filterwarnings("ignore:reblock:RuntimeWarning")  # short series
+def test_helium_fixed_node_dmc_reaches_the_exact_ground_state():
+    # He's spin-assigned ψ_T = φ(r1) φ(r2) J has no node, so DMC is exact up to the time-step and
+    # population-control errors. Time-step allowance, from runs of 1000 walkers × 200 time units:
+    # E = −2.9042(4), −2.9039(4), −2.9047(4), −2.9032(4) E_h at Δτ = 0.04, 0.02, 0.01, 0.005 — no
+    # resolvable trend. A linear Δτ error bounded by that spread (|slope| ≲ 1e-3/0.035 ≈ 0.03 E_h per
+    # unit Δτ) is ≲ 3e-4 E_h at Δτ = 0.01; population-control bias at 800 walkers is smaller still.
+    # We allow 1e-3 E_h on top of 3σ. The DMC error bar is ~1.3e-3 here, ~10σ below the VMC energy.
+    # (Many walkers and few steps: each step is one parallel kernel launch, slow on a busy machine.)
+    run = make_run(RunConfig(system="atom", params=dict(element="He"), method="dmc", walkers=800, steps=2000,
+                             dt=0.01, seed=7))
+    run.run()
+    energy = run.estimates()["energy"]
+    assert 0 < energy.error < 2.5e-3
+    assert abs(energy.mean - HE_EXACT) < 3 * energy.error + 1e-3, energy
+    vmc_value = REFERENCE_ENERGIES["He"]["sandsdalen"][0]
+    assert energy.mean < vmc_value - 5 * energy.error  # clearly below the VMC energy of the same ψ_T
+    assert run.series_of("removed").sum() == 0
+
+
+# --- command line ---------------------------------------------------------------------------
+def qmckit(*args):
+    return subprocess.run([*QMCKIT, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("args, flag", [(["--element", "Xx"], "--element"), (["--alpha", "-1"], "--alpha"),
+                                        (["--beta", "nan"], "--beta")])
+def test_cli_bad_input_exits_2_with_one_line(args, flag):
+    res = qmckit("run", "atom", *args)
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.returncode == 2 and len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert flag in lines[0] and res.stdout == ""
+
+
+def test_cli_json_contract_non_interacting_neon():
+    res = qmckit("run", "atom", "--element", "Ne", "--alpha", "10", "--no-jastrow", "--no-ee", "--walkers", "10",
+                 "--steps", "20", "--dt", "0.002", "--seed", "1", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert {"system", "method", "params", "seed", "backend", "estimates", "acceptance", "wall_s"} <= set(out)
+    assert out["params"] == {"element": "Ne", "alpha": 10.0, "beta": 0.177, "jastrow": False, "ee": False}
+    assert out["estimates"]["energy"]["mean"] == pytest.approx(-200.0, abs=1e-9)
+    assert out["energy_unit"] == "E_h"
