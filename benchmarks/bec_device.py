@@ -130,7 +130,7 @@ def main():
     b4.add_argument("--dmc-walkers", type=int, default=4096)
     b4.add_argument("--dmc-time", type=float, default=2.0)
     b4.add_argument("--energy-cap", type=lambda t: {"zen": True, "off": False}.get(t) if t in ("zen", "off") else float(t),
-                    default=True, help="zen (default), off, or c: cut E_L − E_T at max(Zen, c σ₀)")
+                    default=8.0, help="c (default 8): cut E_L − E_T at max(Zen, c σ₀); zen: Zen alone; off")
     b4.add_argument("--dts", type=lambda s: [float(x) for x in s.split(",")], default=[0.01, 0.005, 0.0025])
     table = sub.add_parser("table")
     table.add_argument("--precision", default="full")

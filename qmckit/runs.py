@@ -49,7 +49,7 @@ class RunConfig:
     dt: float = 0.05
     step: float = 1.0
     drift_cap: bool = True
-    energy_cap: bool | float = True  # DMC: cut E_L − E_T in branching (True: Zen; c: max(Zen, c σ₀); see dmc)
+    energy_cap: bool | float = 8.0  # DMC: cut E_L − E_T in branching at max(Zen, c σ₀) (True: Zen alone; see dmc)
     walkers: int = 200
     steps: int = 1000
     equilibration: int | None = None

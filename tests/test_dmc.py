@@ -106,7 +106,9 @@ def _small_dmc(**kwargs):
 
 def test_energy_cut_rules():
     zen = 0.2 * math.sqrt(20 / 0.01)
-    assert _small_dmc().energy_cut() == pytest.approx(zen)
+    assert _small_dmc(energy_cap=True).energy_cut() == pytest.approx(zen)
+    default = _small_dmc()
+    assert default.energy_cut() == pytest.approx(max(zen, 8.0 * default.start_sigma))
     assert _small_dmc(energy_cap=False).energy_cut() == math.inf
     dmc = _small_dmc(energy_cap=1000.0)
     # the robust width of the starting energies: 1.4826 × median absolute deviation

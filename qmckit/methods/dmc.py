@@ -25,9 +25,9 @@ CPU, :class:`~qmckit.backends.cuda_driver.CudaVMC` on the GPU).
 
 Guards: walkers whose energy is not finite are removed and counted, never averaged; when
 branching would exceed ``max_walkers`` the population is thinned evenly with a warning (and no
-walker gets more than ``max_walkers`` copies). Optionally (``energy_cap``, on by default) E_L − E_T
-in the branching factor is limited to ±E_cut, so that a walker near a hard-core contact or a node,
-where E_L diverges, cannot explode the population:
+walker gets more than ``max_walkers`` copies). E_L − E_T in the branching factor is limited to
+±E_cut, so that a walker near a hard-core contact or a node, where E_L diverges, cannot explode the
+population (``energy_cap``, default 8):
 
 - ``energy_cap=True``: E_cut = 0.2 √(N/Δτ), the size-consistent cut-off of Zen et al.,
   Phys. Rev. B 93, 241118 (2016). It assumes a local-energy variance per particle of order one
@@ -35,9 +35,12 @@ where E_L diverges, cannot explode the population:
   typical walkers, not just outliers, and biases the energy upward at finite Δτ: for N = 500
   trapped bosons (set B4, Var E_L / N ≈ 4.5 (ħω_⊥)²) it is about one standard deviation at
   Δτ = 0.01.
-- ``energy_cap=c`` (a number): E_cut = max(0.2 √(N/Δτ), c σ₀), with σ₀ a robust width of E_L
-  over the starting walkers (1.4826 × the median absolute deviation). Clips only outliers beyond c σ₀; the Zen term still takes over
-  as Δτ → 0, so the Δτ → 0 limit is unbiased either way.
+- ``energy_cap=c`` (a number, default 8): E_cut = max(0.2 √(N/Δτ), c σ₀), with σ₀ a robust width of
+  E_L over the starting walkers (1.4826 × the median absolute deviation). Clips only outliers
+  beyond c σ₀; the Zen term still takes over as Δτ → 0, so the Δτ → 0 limit is unbiased either way.
+  For B4, cuts of 8 σ₀ and 16 σ₀ give the same energy and E(Δτ) is flat from Δτ = 0.01 to 0.0025;
+  for B3 (N = 20, σ₀ ≈ 4 ħω_⊥) the Zen cut alone bent E(Δτ) upward by 0.006–0.012 at Δτ = 0.005–0.02
+  (benchmarks/results/bec_b4_dmc_energy_cut_h100_2026-11-22.md).
 - ``energy_cap=False``: no cut (a walker at a contact can then make millions of copies).
 """
 from __future__ import annotations
@@ -89,7 +92,7 @@ class DMC:
 
     def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
                  feedback_time: float = 0.1, reference_time: float | None = None, max_walkers: int | None = None,
-                 energy_cap: bool | float = True, drift_cap: bool = True, seed=0, driver=None, **variants):
+                 energy_cap: bool | float = 8.0, drift_cap: bool = True, seed=0, driver=None, **variants):
         if reference_time is None:
             reference_time = feedback_time
         for name, value in (("dt", dt), ("feedback_time", feedback_time), ("reference_time", reference_time)):
