@@ -505,6 +505,8 @@ class Atom:
     energy_key = ENERGY_KEY
     energy_unit = ENERGY_UNIT
     kernels = KERNELS
+    # GPU sweeper (one thread per walker; the kernels above compiled as CUDA device functions)
+    cuda_sweeper = "qmckit.backends.cuda_atom:CudaAtomSweeper"
 
     def __init__(self, params: AtomParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
         self.params = params if params is not None else AtomParams(**kwargs)

@@ -1,0 +1,471 @@
+"""GPU (numba-cuda) sweep for the atoms He, Be, Ne (:mod:`qmckit.systems.atom`): one thread per walker, float64.
+
+The sweep is the one of :class:`qmckit.methods.vmc.VMC` — and the drift–diffusion part of DMC —
+step for step, with study 002's layout "one work-item per walker" (notes/002 §4): for every
+walker, electrons 0, 1, …, N−1 in turn get a single-electron proposal from the walker's own
+xoroshiro128+ stream (:mod:`qmckit.backends.cuda_rng`, the CPU's generator compiled for the GPU):
+
+* ``"drift"``: ∇_i ln ψ from the cache, the Umrigar–Nightingale–Runge drift cap s(g) (the CPU
+  driver's ``_drift_scale``, applied forward and backward), two ``normal_pair`` calls (x, y, z;
+  the fourth normal is discarded, as on the CPU), r' = r + Δt·s(g)·g + √Δt·χ, and the exact
+  Metropolis–Hastings ratio with the moved electron's Green's function only;
+* ``"brute"``: three uniforms, r' = r + step·(u − ½);
+
+then ``test_move`` (determinant ratio from the cached transposed inverse, Padé–Jastrow ratio and
+the new gradient; −inf for a node crossing when the kernel-parameter flag ``reject_node_crossing``
+is set, i.e. fixed-node DMC), one fresh uniform decides, and ``accept_move`` does the
+Sherman–Morrison update of the electron's spin block and the O(N) Jastrow-gradient update. After
+every measured sweep the local energy (which first rebuilds the walker's cache from scratch, as on
+the CPU) goes to ``energies[sweep, walker]``.
+
+The physics is not rewritten: ``recompute``, ``gradient``, ``test_move``, ``accept_move``,
+``local_energy`` and ``_orbitals`` of :mod:`qmckit.systems.atom`, ``invert``, ``det_ratio`` and
+``sherman_morrison_row`` of :mod:`qmckit.systems.slater` and the driver's ``_drift_scale`` are
+compiled a second time from their own Python source as CUDA device functions (the technique of
+:mod:`qmckit.backends.cuda_rng`). The only name rebound is ``_views``: on the CPU it cuts one
+walker's cache row into (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP); on the GPU the "cache" passed
+in *is* that tuple already — strided views of the walker's slice of the global arrays below, and
+slices of per-thread local scratch sized for Ne (10 electrons, 5 orbitals per spin). None of those
+functions allocates, so nothing else changes. Same walkers and RNG states therefore give the
+CPU's numbers: positions and energies to round-off (FMA contraction and libdevice's last bits in
+exp/log/sqrt/sin/cos), the same accept/reject decisions and the same random streams.
+
+Layout of the per-walker state: walker-fastest
+-----------------------------------------------
+Global memory holds, for W walkers, N electrons and n = N/2 orbitals per spin,
+
+    pos   (N, 3, W)       positions
+    T     (N, n, W)       transposed inverse Slater blocks (row i: electron i's spin block)
+    DPHI  (N, n, 3, W)    ∇φ_j(r_i)
+    JG    (N, 3, W)       ∇_i U (Jastrow)
+
+i.e. the CPU's per-walker cache row, transposed so that the walker index is the fastest (the
+thesis's "arraylinear off", which it measured +44 % (double) faster on its GPU). In a
+thread-per-walker kernel all threads of a warp run the same electron/orbital index sequence (the
+loops have the same bounds for every walker; only the accept branch differs), so the 32 threads
+read 32 neighbouring doubles — one 256-byte transaction. Per-walker rows (the CPU's ``(W, C)``)
+would put the 32 addresses of a warp 2 KB apart for Ne (260 doubles per walker): 32 sectors per
+access with 8 useful bytes in each 32-byte sector, a 4× traffic amplification at best and L1
+thrashing. The per-move scratch (orbital values/gradients at the proposal, Jastrow pair factors
+before/after, the inversion work matrix) is thread-private and short-lived, so it lives in
+``cuda.local.array`` (which the hardware interleaves across threads the same way).
+
+The cache is rebuilt from the positions at the start of every launch (every :meth:`sweep`) and
+by every local energy, so incremental Sherman–Morrison round-off never outlives a call, DMC
+branching needs to gather only positions, and ``CudaVMC.recompute`` can stay a no-op. Within a
+launch it is updated incrementally exactly as on the CPU; :meth:`CudaAtomSweeper.caches_to_host`
+returns it in the CPU's cache layout (tests compare it with the CPU's incremental cache).
+
+Importing this module never needs CUDA: ``numba.cuda`` is imported on first use.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import types
+
+import numpy as np
+
+from . import cuda_bec
+
+SAMPLERS = ("brute", "drift")
+LAYOUTS = ("auto", "thread")
+_BRUTE, _DRIFT = 0, 1
+MAX_ELECTRONS = 10  # Ne; the per-thread scratch is sized for it
+MAX_ORBITALS = MAX_ELECTRONS // 2
+N_PARAMS = 6  # Atom.kernel_params: Z, α, β, jastrow, ee, reject_node_crossing
+
+cuda = None  # numba.cuda, imported on first use; a module global so that the simulator can swap it
+
+
+def _cuda():
+    global cuda
+    if cuda is None:
+        from numba import cuda as _numba_cuda
+
+        cuda = _numba_cuda
+    return cuda
+
+
+def simulated() -> bool:
+    """True when numba runs CUDA code in its simulator (NUMBA_ENABLE_CUDASIM=1 at import time)."""
+    return cuda_bec.simulated()
+
+
+def available() -> bool:
+    """True when a real CUDA GPU can be used here (False under the simulator or without a GPU)."""
+    return cuda_bec.available()
+
+
+# --------------------------------------------------------------------------------------------
+# device twins of the CPU kernels, compiled from their own source
+# --------------------------------------------------------------------------------------------
+def _twin(dispatcher, namespace, device_kw):
+    """A CUDA device function compiled from ``dispatcher.py_func`` with globals ``namespace``."""
+    f = dispatcher.py_func
+    clone = types.FunctionType(f.__code__, namespace, f.__name__, f.__defaults__, f.__closure__)
+    clone.__qualname__ = f"{f.__qualname__}[cuda]"
+    clone.__doc__ = f.__doc__
+    return _cuda().jit(**device_kw)(clone)
+
+
+@functools.lru_cache(maxsize=None)
+def device_functions() -> dict:
+    """CUDA twins of the atom kernels (by name): recompute, gradient, test_move, accept_move,
+    local_energy, _orbitals, the Slater helpers and the drift cap. ``_views`` is the identity on
+    the GPU: a kernel passes the cache as the tuple (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP)."""
+    c = _cuda()
+    from . import cuda_rng
+    from ..methods import vmc
+    from ..systems import atom, slater
+
+    kw = cuda_rng._DEVICE_KW
+    slater_ns = dict(vars(slater))
+    slater_twins = {name: _twin(getattr(slater, name), slater_ns, kw)
+                    for name in ("invert", "det_ratio", "sherman_morrison_row")}
+    slater_ns.update(slater_twins)
+
+    def _views(cache, N):
+        return cache
+
+    atom_ns = dict(vars(atom))
+    atom_ns.update(slater_twins)
+    atom_ns["_views"] = c.jit(**kw)(_views)
+    atom_twins = {name: _twin(getattr(atom, name), atom_ns, kw)
+                  for name in ("_orbitals", "_pair_a", "recompute", "gradient", "test_move", "accept_move",
+                               "local_energy")}
+    atom_ns.update(atom_twins)
+    vmc_ns = dict(vars(vmc))
+    drift_scale = _twin(vmc._drift_scale, vmc_ns, kw)
+    return {**slater_twins, **atom_twins, "_views": atom_ns["_views"], "drift_scale": drift_scale}
+
+
+@functools.lru_cache(maxsize=None)
+def kernels() -> dict:
+    """The compiled-on-demand kernels: ``sweep`` (thread per walker) and ``energy`` (rebuild the
+    caches and, with ``measure``, write every walker's local energy)."""
+    import numba
+
+    c = _cuda()
+    from . import cuda_rng
+
+    d = device_functions()
+    recompute = d["recompute"]
+    gradient = d["gradient"]
+    test_move = d["test_move"]
+    accept_move = d["accept_move"]
+    local_energy = d["local_energy"]
+    drift_scale = d["drift_scale"]
+    uniform = cuda_rng.uniform
+    normal_pair = cuda_rng.normal_pair
+    f8 = numba.float64
+    u64 = numba.uint64
+    NEG_INF = -np.inf
+    BRUTE = _BRUTE
+    MAXN, MAXO, NP = MAX_ELECTRONS, MAX_ORBITALS, N_PARAMS
+
+    @c.jit
+    def sweep_thread_per_walker(pos, cT, cD, cJ, states, params, n_sweeps, sampler, step, dt, cap, measure,
+                                energies, accepted):
+        """pos (N, 3, W); cT (N, n, W); cD (N, n, 3, W); cJ (N, 3, W); states (2, W) uint64;
+        params (6,) = Atom.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,)."""
+        w = cuda.grid(1)
+        if w >= pos.shape[2]:
+            return
+        N = pos.shape[0]
+        n = N // 2
+        p = cuda.local.array(NP, f8)
+        for k in range(NP):
+            p[k] = params[k]
+        u_loc = cuda.local.array(MAXO, f8)
+        du_loc = cuda.local.array((MAXO, 3), f8)
+        co_loc = cuda.local.array(MAXN, f8)
+        cn_loc = cuda.local.array(MAXN, f8)
+        meta = cuda.local.array(1, f8)
+        mat_loc = cuda.local.array((MAXO, MAXO), f8)
+        lap_loc = cuda.local.array(MAXO, f8)
+        R = pos[:, :, w]
+        cache = (cT[:, :, w], cD[:, :, :, w], cJ[:, :, w], u_loc[:n], du_loc[:n], co_loc[:N], cn_loc[:N], meta,
+                 mat_loc[:n, :n], lap_loc[:n])
+        r_new = cuda.local.array(3, f8)
+        g_old = cuda.local.array(3, f8)
+        g_new = cuda.local.array(3, f8)
+        for k in range(3):
+            g_old[k] = 0.0
+            g_new[k] = 0.0
+        st = cuda.local.array((1, 2), u64)
+        st[0, 0] = states[0, w]
+        st[0, 1] = states[1, w]
+        sqrt_dt = math.sqrt(dt)
+        recompute(R, p, cache)  # the cache is rebuilt at every launch
+        n_acc = 0
+        for s in range(n_sweeps):
+            for i in range(N):
+                if sampler == BRUTE:
+                    for k in range(3):
+                        r_new[k] = R[i, k] + step * (uniform(st, 0) - 0.5)
+                    log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                    log_accept = 2.0 * log_ratio
+                else:
+                    gradient(R, p, cache, i, g_old)
+                    scale_old = drift_scale(g_old, dt, cap)
+                    z0, z1 = normal_pair(st, 0)
+                    r_new[0] = R[i, 0] + dt * scale_old * g_old[0] + sqrt_dt * z0
+                    r_new[1] = R[i, 1] + dt * scale_old * g_old[1] + sqrt_dt * z1
+                    z2, _ = normal_pair(st, 0)
+                    r_new[2] = R[i, 2] + dt * scale_old * g_old[2] + sqrt_dt * z2
+                    log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                    scale_new = drift_scale(g_new, dt, cap)
+                    # ln G(r'→r) − ln G(r→r') for the moved electron only
+                    forward = 0.0
+                    backward = 0.0
+                    for k in range(3):
+                        fk = r_new[k] - R[i, k] - dt * scale_old * g_old[k]
+                        bk = R[i, k] - r_new[k] - dt * scale_new * g_new[k]
+                        forward += fk * fk
+                        backward += bk * bk
+                    log_accept = 2.0 * log_ratio + (forward - backward) / (2.0 * dt)
+                u = uniform(st, 0)
+                if log_ratio > NEG_INF and u < math.exp(min(log_accept, 0.0)):
+                    accept_move(R, p, cache, i, r_new, g_new)
+                    n_acc += 1
+            if measure != 0:
+                energies[s, w] = local_energy(R, p, cache)
+        states[0, w] = st[0, 0]
+        states[1, w] = st[0, 1]
+        accepted[w] = n_acc
+
+    @c.jit
+    def energy_thread_per_walker(pos, cT, cD, cJ, params, measure, out):
+        """Rebuild every walker's cache; with ``measure`` also out[w] = E_L (which rebuilds it too)."""
+        w = cuda.grid(1)
+        if w >= pos.shape[2]:
+            return
+        N = pos.shape[0]
+        n = N // 2
+        p = cuda.local.array(NP, f8)
+        for k in range(NP):
+            p[k] = params[k]
+        u_loc = cuda.local.array(MAXO, f8)
+        du_loc = cuda.local.array((MAXO, 3), f8)
+        co_loc = cuda.local.array(MAXN, f8)
+        cn_loc = cuda.local.array(MAXN, f8)
+        meta = cuda.local.array(1, f8)
+        mat_loc = cuda.local.array((MAXO, MAXO), f8)
+        lap_loc = cuda.local.array(MAXO, f8)
+        R = pos[:, :, w]
+        cache = (cT[:, :, w], cD[:, :, :, w], cJ[:, :, w], u_loc[:n], du_loc[:n], co_loc[:N], cn_loc[:N], meta,
+                 mat_loc[:n, :n], lap_loc[:n])
+        if measure != 0:
+            out[w] = local_energy(R, p, cache)
+        else:
+            recompute(R, p, cache)
+
+    return {"sweep": sweep_thread_per_walker, "energy": energy_thread_per_walker}
+
+
+# --------------------------------------------------------------------------------------------
+# host side
+# --------------------------------------------------------------------------------------------
+class CudaAtomSweeper:
+    """VMC sweeps of an atom (He, Be, Ne) on the GPU, one thread per walker, mirroring
+    :meth:`qmckit.methods.vmc.VMC.sweep` (and the drift–diffusion of DMC).
+
+    Positions (as ``(N, 3, W)``), the Slater–Jastrow cache (walker-fastest, see the module
+    docstring) and RNG states (``(2, W)``) stay on the device between :meth:`sweep` calls;
+    :meth:`to_host` copies positions and states back into the :class:`~qmckit.walkers.Walkers`
+    object, :meth:`from_host` re-uploads them, :meth:`branch` does DMC branching on the device.
+
+    Parameters
+    ----------
+    system : :class:`qmckit.systems.atom.Atom` (its ``kernel_params`` carry the fixed-node flag)
+    walkers : :class:`qmckit.walkers.Walkers` with positions (W, N, 3); host caches are optional
+    sampler : "drift" | "brute"
+    dt, step, drift_cap : as for :class:`~qmckit.methods.vmc.VMC`
+    layout : "auto" | "thread" (one thread per walker; the only layout for atoms)
+    dtype : np.float64 (the only precision for atoms)
+    threads_per_block : threads per block (default 128)
+    """
+
+    def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
+                 drift_cap: bool = True, layout: str = "auto", dtype=np.float64, threads_per_block=None):
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} for atoms, got {layout!r}")
+        try:
+            dtype_ok = np.dtype(dtype) == np.float64
+        except TypeError:
+            dtype_ok = False
+        if not dtype_ok:
+            raise ValueError(f"dtype must be float64 for atoms on the GPU, got {dtype!r}")
+        if not (dt > 0 and math.isfinite(dt)):
+            raise ValueError(f"dt must be a positive time step, got {dt!r}")
+        if not (step > 0 and math.isfinite(step)):
+            raise ValueError(f"step must be positive, got {step!r}")
+        N = system.n_particles
+        if walkers.dim != 3 or walkers.n_particles != N:
+            raise ValueError(f"walkers must have shape (W, {N}, 3), got {walkers.positions.shape}")
+        if N > MAX_ELECTRONS or N % 2:
+            raise ValueError(f"the GPU atom kernel takes an even N ≤ {MAX_ELECTRONS} electrons, got {N}")
+        threads = 128 if threads_per_block is None else int(threads_per_block)
+        if threads < 1 or threads > 1024:
+            raise ValueError(f"threads_per_block must be in 1…1024, got {threads_per_block!r}")
+        self.system = system
+        self.walkers = walkers
+        self.sampler = sampler
+        self.dt = float(dt)
+        self.step = float(step)
+        self.drift_cap = bool(drift_cap)
+        self.layout = "thread"
+        self.dtype = np.dtype(np.float64)
+        self.threads = threads
+        self.shared_bytes = 0
+        self.blocks = (walkers.n_walkers + threads - 1) // threads
+        self._k = kernels()
+        self._params_host = np.ascontiguousarray(system.kernel_params, dtype=np.float64)
+        if self._params_host.shape != (N_PARAMS,):
+            raise ValueError(f"system.kernel_params must have {N_PARAMS} entries, got {self._params_host.shape}")
+        self._energies = {}
+        self.last_accepted = np.zeros(walkers.n_walkers, dtype=np.int64)
+        self.from_host()
+
+    # --- data movement -------------------------------------------------------------------------
+    def _allocate_caches(self, W: int) -> None:
+        c = _cuda()
+        N = self.walkers.n_particles
+        n = N // 2
+        self._T = c.device_array((N, n, W), dtype=np.float64)
+        self._DPHI = c.device_array((N, n, 3, W), dtype=np.float64)
+        self._JG = c.device_array((N, 3, W), dtype=np.float64)
+        self._accepted = c.device_array(W, dtype=np.int64)
+        self._no_energies = c.device_array(1, dtype=np.float64)
+
+    def from_host(self) -> None:
+        """(Re)upload positions and RNG states from the Walkers object; the device caches are
+        rebuilt from the positions (host caches are never uploaded)."""
+        c = _cuda()
+        w = self.walkers
+        self._params = c.to_device(self._params_host)
+        self._pos = c.to_device(np.ascontiguousarray(w.positions.transpose(1, 2, 0), dtype=np.float64))
+        self._states = c.to_device(np.ascontiguousarray(w.rng_states.T, dtype=np.uint64))
+        self._allocate_caches(w.n_walkers)
+        self.recompute()
+
+    def to_host(self, recompute_caches: bool = True):
+        """Copy positions and RNG states back into the Walkers object and return it.
+
+        With ``recompute_caches`` (and host caches of the system's size) the CPU caches are rebuilt
+        from the new positions, so a CPU :class:`~qmckit.methods.vmc.VMC` can continue from here.
+        """
+        w = self.walkers
+        w.positions[...] = self._pos.copy_to_host().transpose(2, 0, 1)
+        w.rng_states[...] = self._states.copy_to_host().T
+        if recompute_caches and w.caches.shape[1] == self.system.cache_size():
+            from ..methods.vmc import kernels_for
+
+            kernels_for(type(self.system)).recompute_all(w.positions, w.caches, self.system.kernel_params)
+        return w
+
+    def caches_to_host(self) -> np.ndarray:
+        """The device caches in the CPU's layout, (W, cache_size): T, DPHI and JG as the device holds
+        them (incrementally updated since the last rebuild), the scratch entries zero. Valid after
+        :meth:`from_host`, :meth:`recompute` or a sweep; not between :meth:`branch` and the next sweep
+        (branching gathers positions only)."""
+        from ..systems.atom import _views
+
+        W, N = self.walkers.n_walkers, self.walkers.n_particles
+        out = np.zeros((W, self.system.cache_size()))
+        T = self._T.copy_to_host()
+        DPHI = self._DPHI.copy_to_host()
+        JG = self._JG.copy_to_host()
+        for k in range(W):
+            views = _views(out[k], N)
+            views[0][...] = T[:, :, k]
+            views[1][...] = DPHI[:, :, :, k]
+            views[2][...] = JG[:, :, k]
+        return out
+
+    def recompute(self) -> None:
+        """Rebuild the device caches from the device positions (every launch does this anyway)."""
+        self._launch_energy(0, self._no_energies)  # not written without measure
+
+    def _launch_energy(self, measure: int, out) -> None:
+        if self.walkers.n_walkers:
+            self._k["energy"][self.blocks, self.threads](self._pos, self._T, self._DPHI, self._JG, self._params,
+                                                         int(measure), out)
+
+    def local_energies(self) -> np.ndarray:
+        """Local energy of every walker now, (W,), computed on the device."""
+        c = _cuda()
+        out = c.device_array(self.walkers.n_walkers, dtype=np.float64)
+        self._launch_energy(1, out)
+        return out.copy_to_host()
+
+    def branch(self, index: np.ndarray, states: np.ndarray) -> None:
+        """Replace the walkers by ``walkers[index]`` on the device (DMC branching).
+
+        ``index`` (W',) picks the parents; ``states`` (W', 2) are the new random states (forked for
+        copies on the host). Positions are gathered on the device; caches are not (the next launch
+        rebuilds them). The host :class:`~qmckit.walkers.Walkers` gets the new size with positions
+        that are stale until :meth:`to_host`.
+        """
+        c = _cuda()
+        index = np.ascontiguousarray(index, dtype=np.int64)
+        W_new, N = index.size, self.walkers.n_particles
+        new_pos = c.device_array((N, 3, W_new), dtype=np.float64)
+        threads = 128
+        if W_new:
+            # gather[k, i, w] = src[k, i, index[w]] with grid (walkers, dim 1, dim 0)
+            cuda_bec._gather_kernel()[((W_new + threads - 1) // threads, 3, N), threads](
+                self._pos, c.to_device(index), new_pos)
+        self._pos = new_pos
+        self._states = c.to_device(np.ascontiguousarray(states.T, dtype=np.uint64))
+        self._allocate_caches(W_new)
+        self._energies = {}
+        w = self.walkers
+        self.walkers = type(w)(np.empty((W_new, N, 3)), np.zeros((W_new, 0)), np.ones(W_new),
+                               np.ascontiguousarray(states, dtype=np.uint64))
+        self.blocks = (W_new + self.threads - 1) // self.threads
+        self.last_accepted = np.zeros(W_new, dtype=np.int64)
+
+    def rng_states(self) -> np.ndarray:
+        """The walkers' random states (W, 2), fetched from the device (16 bytes per walker)."""
+        return np.ascontiguousarray(self._states.copy_to_host().T)
+
+    # --- sweeps --------------------------------------------------------------------------------
+    def launch(self, n_sweeps: int, measure: bool = True):
+        """Start ``n_sweeps`` sweeps on the device and return the device energy array
+        ``(max(n_sweeps, 1), W)`` without waiting (for timing; rows are valid only if ``measure``)."""
+        c = _cuda()
+        W = self.walkers.n_walkers
+        rows = max(int(n_sweeps), 1)
+        energies = self._energies.get(rows)
+        if energies is None:
+            energies = self._energies[rows] = c.device_array((rows, W), dtype=np.float64)
+        if W:
+            self._k["sweep"][self.blocks, self.threads](
+                self._pos, self._T, self._DPHI, self._JG, self._states, self._params, int(n_sweeps),
+                _BRUTE if self.sampler == "brute" else _DRIFT, float(self.step), float(self.dt), int(self.drift_cap),
+                int(bool(measure)), energies, self._accepted)
+        return energies
+
+    def sweep(self, n_sweeps: int, measure: bool = True):
+        """Run ``n_sweeps`` sweeps of N single-electron moves on every walker.
+
+        Returns ``(energies (n_sweeps or 0, W) float64, acceptance)`` like ``VMC.sweep``; the
+        per-walker accepted counts of this call are in ``last_accepted``.
+        """
+        W, N = self.walkers.n_walkers, self.walkers.n_particles
+        energies = self.launch(n_sweeps, measure)
+        self.last_accepted = self._accepted.copy_to_host() if W else np.zeros(0, dtype=np.int64)
+        if measure and n_sweeps > 0:
+            out = energies.copy_to_host()[:n_sweeps].astype(np.float64)
+        else:
+            out = np.empty((0, W))
+        proposed = n_sweeps * W * N
+        return out, (self.last_accepted.sum() / proposed if proposed else 0.0)
+
+    def __repr__(self):
+        return (f"CudaAtomSweeper({self.system!r}, W={self.walkers.n_walkers}, sampler={self.sampler!r}, "
+                f"threads={self.threads})")

@@ -1,0 +1,343 @@
+"""The CUDA atom sweep (qmckit.backends.cuda_atom) against its CPU twin, under numba's CUDA simulator.
+
+numba reads NUMBA_ENABLE_CUDASIM when it is first imported, and other tests in this process import
+numba without it, so the simulator work runs in ONE child process (this file run as a script with
+NUMBA_ENABLE_CUDASIM=1) that prints its measurements as JSON; the tests below assert on them.
+
+Twin test: the same walkers (positions and per-walker xoroshiro128+ states) go through
+qmckit.methods.vmc.VMC (the CPU driver) and through CudaAtomSweeper, for He and Be (4 walkers × 3
+sweeps) and Ne (2 walkers × 1 sweep), in VMC and with the fixed-node flag (Atom.for_dmc()), drift
+and brute samplers. The GPU draws the CPU's random numbers in the CPU's order, so the per-sweep
+accepted counts, the final random states, positions, energies after every sweep and the incrementally
+updated caches (transposed inverses, orbital gradients, Jastrow gradients) must agree. The CPU
+per-sweep accepted counts are read off the positions (every electron gets one proposal per sweep,
+so a sweep's accepted moves are the electrons that moved). Plus one DMC run (DMC with CudaVMC as its
+driver against the CPU DMC, with branching) and a tiny VMC run through RunConfig/make_run with
+backend cuda against the same run on the CPU.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+MARKER = "CUDA_ATOM_RESULTS="
+# element → (walkers, sweeps, seed of the start): Ne is ~100× the work of He per walker in the simulator
+SIZES = {"He": (4, 3, 1), "Be": (4, 3, 2), "Ne": (2, 1, 2)}
+DT, STEP = 0.1, 0.6
+# (element, sampler, fixed node)
+CASES = [(el, "drift", fn) for el in ("He", "Be", "Ne") for fn in (False, True)]
+CASES += [("Be", "brute", False), ("Ne", "brute", True)]
+
+
+# --------------------------------------------------------------------------------------------
+# child process (NUMBA_ENABLE_CUDASIM=1)
+# --------------------------------------------------------------------------------------------
+def _child() -> dict:
+    import warnings
+
+    # the simulator runs xoroshiro's wrapping uint64 arithmetic on numpy scalars, which warn
+    warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
+    warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
+    from qmckit.backends import cuda_atom
+    from qmckit.backends.cuda_driver import CudaVMC, sweeper_class
+    from qmckit.methods.dmc import DMC
+    from qmckit.methods.vmc import VMC
+    from qmckit.systems.atom import Atom, _views
+    from qmckit.walkers import Walkers
+
+    out = {"simulated": cuda_atom.simulated(), "available": cuda_atom.available(), "cases": [], "errors": {}}
+
+    def make(element, fixed_node):
+        W, _, seed = SIZES[element]
+        system = Atom(element=element)
+        if fixed_node:
+            system = system.for_dmc()
+        pos = system.initial_positions(W, np.random.default_rng(seed))
+        return system, Walkers.from_positions(pos, 10 + seed, system.cache_size())
+
+    def cpu_run(system, walkers, sampler, n_sweeps):
+        w = walkers.copy()
+        vmc = VMC(system, w, sampler=sampler, dt=DT, step=STEP)
+        energies = np.empty((n_sweeps, w.n_walkers))
+        accepted = np.zeros((n_sweeps, w.n_walkers), dtype=np.int64)
+        for s in range(n_sweeps):
+            before = w.positions.copy()
+            energies[s] = vmc.sweep(1)[0][0]
+            accepted[s] = np.any(w.positions != before, axis=2).sum(axis=1)
+        return w, energies, accepted
+
+    def core(cache_rows, N):
+        """T, DPHI and JG of every walker's cache row (the part that persists between moves)."""
+        return np.array([np.concatenate([v.ravel() for v in _views(row, N)[:3]]) for row in cache_rows])
+
+    for element, sampler, fixed_node in CASES:
+        system, walkers = make(element, fixed_node)
+        N = system.n_particles
+        _, n_sweeps, _ = SIZES[element]
+        w_cpu, e_cpu, acc_cpu = cpu_run(system, walkers, sampler, n_sweeps)
+        # GPU: one sweep per call (per-sweep accepted counts) ...
+        w = walkers.copy()
+        sweeper = cuda_atom.CudaAtomSweeper(system, w, sampler=sampler, dt=DT, step=STEP, threads_per_block=2)
+        energies = np.empty((n_sweeps, w.n_walkers))
+        accepted = np.zeros((n_sweeps, w.n_walkers), dtype=np.int64)
+        for s in range(n_sweeps):
+            e, _ = sweeper.sweep(1)
+            energies[s] = e[0]
+            accepted[s] = sweeper.last_accepted
+        sweeper.to_host()
+        # ... and all sweeps in one launch
+        w1 = walkers.copy()
+        one = cuda_atom.CudaAtomSweeper(system, w1, sampler=sampler, dt=DT, step=STEP, threads_per_block=4)
+        e_one, acceptance_one = one.sweep(n_sweeps)
+        one.to_host()
+        # the node flag must matter in the fixed-node cases with nodes (not He: 1×1 determinants)
+        other, _ = make(element, not fixed_node)
+        w_other, _, acc_other = cpu_run(other, walkers, sampler, n_sweeps)
+        # incremental caches after sweeps without measuring (measuring rebuilds them on both sides)
+        wc = walkers.copy()
+        VMC(system, wc, sampler=sampler, dt=DT, step=STEP).sweep(n_sweeps, measure=False)
+        wg = walkers.copy()
+        sg = cuda_atom.CudaAtomSweeper(system, wg, sampler=sampler, dt=DT, step=STEP, threads_per_block=4)
+        e_none, _ = sg.sweep(n_sweeps, measure=False)
+        gpu_caches = core(sg.caches_to_host(), N)
+        sg.to_host(recompute_caches=False)
+        cpu_caches = core(wc.caches, N)
+        out["cases"].append({
+            "case": [element, sampler, fixed_node],
+            "energy_scale": float(np.abs(e_cpu).max()),
+            "d_energy": float(np.abs(energies - e_cpu).max()),
+            "d_energy_one_launch": float(np.abs(e_one - e_cpu).max()),
+            "d_pos": float(np.abs(w.positions - w_cpu.positions).max()),
+            "d_pos_one_launch": float(np.abs(w1.positions - w_cpu.positions).max()),
+            "acc_gpu": accepted.tolist(), "acc_cpu": acc_cpu.tolist(),
+            "acc_one_launch": one.last_accepted.tolist(),
+            "acceptance_one_launch": float(acceptance_one),
+            "rng_equal": bool(np.array_equal(w.rng_states, w_cpu.rng_states)),
+            "rng_equal_one_launch": bool(np.array_equal(w1.rng_states, w_cpu.rng_states)),
+            "host_cache_err": float(np.abs(core(w.caches, N) - core(w_cpu.caches, N)).max()),  # to_host rebuilt them
+            "flag_changed_trajectory": bool(np.abs(w_other.positions - w_cpu.positions).max() > 0),
+            "no_measure_rows": len(e_none),
+            "d_pos_no_measure": float(np.abs(wg.positions - wc.positions).max()),
+            "cache_scale": float(np.abs(cpu_caches).max()),
+            "d_cache_no_measure": float(np.abs(gpu_caches - cpu_caches).max()),
+        })
+
+    # device local energies and the rebuilt cache against the CPU (no moves)
+    for element in ("He", "Be", "Ne"):
+        system, walkers = make(element, False)
+        sweeper = cuda_atom.CudaAtomSweeper(system, walkers.copy())
+        vmc = VMC(system, walkers.copy())
+        e_gpu = sweeper.local_energies()
+        e_cpu = vmc.local_energies()
+        out.setdefault("local_energies", {})[element] = {
+            "d_energy": float(np.abs(e_gpu - e_cpu).max()),
+            "d_cache": float(np.abs(core(sweeper.caches_to_host(), system.n_particles)
+                                    - core(vmc.walkers.caches, system.n_particles)).max())}
+
+    # DMC: the GPU driver (device branching) against the CPU DMC on the same streams, Be, fixed node
+    system = Atom(element="Be")
+    dmc_records = []
+
+    def make_dmc(gpu):
+        start = system.initial_positions(8, np.random.default_rng(4))
+        walkers = Walkers.from_positions(start, 9, 0 if gpu else system.cache_size())
+        driver = CudaVMC(system.for_dmc(), walkers, sampler="drift", dt=0.1) if gpu else None
+        return DMC(system, walkers, dt=0.1, driver=driver, seed=3)
+
+    gpu, cpu = make_dmc(True), make_dmc(False)
+    for _ in range(8):
+        rg, rc = gpu.step(), cpu.step()
+        dmc_records.append({"gpu": [rg.population, rg.killed, rg.copied, rg.mixed_energy, rg.acceptance],
+                            "cpu": [rc.population, rc.killed, rc.copied, rc.mixed_energy, rc.acceptance]})
+    gpu.driver.sync()
+    out["dmc"] = {"records": dmc_records,
+                  "fixed_node": [float(gpu.driver.system.kernel_params[5]), float(cpu.system.kernel_params[5])],
+                  "d_pos": float(np.abs(gpu.walkers.positions - cpu.walkers.positions).max()),
+                  "rng_equal": bool(np.array_equal(gpu.walkers.rng_states, cpu.walkers.rng_states))}
+
+    # a whole run through RunConfig/make_run with backend cuda (the simulator is no GPU: let the
+    # availability check pass) against the same run on the CPU
+    from qmckit.backends import cuda_driver
+    from qmckit.runs import RunConfig, make_run
+
+    out["sweeper_class"] = sweeper_class(Atom()).__name__
+    try:
+        RunConfig(system="atom", params={"element": "He"}, backend="cuda", walkers=2, steps=2)
+        out["errors"]["no_gpu"] = None
+    except ValueError as exc:
+        out["errors"]["no_gpu"] = str(exc)
+    cuda_driver.cuda_available = lambda system: True
+    runs = {}
+    for backend in ("cuda", "cpu"):
+        cfg = RunConfig(system="atom", params={"element": "Be"}, method="vmc", backend=backend, walkers=3, steps=4,
+                        equilibration=3, block=2, dt=0.05, seed=7)
+        run = make_run(cfg)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # reblocking 4 sweeps warns
+            result = run.run()
+        runs[backend] = {"backend": result["backend"], "energies": run.series_of("energy_mean").tolist(),
+                         "acceptance": result["acceptance"]}
+        cfg = RunConfig(system="atom", params={"element": "Be"}, method="dmc", backend=backend, walkers=6, steps=4,
+                        equilibration=3, dmc_equilibration=3, block=2, dt=0.1, seed=8)
+        run = make_run(cfg)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = run.run()
+        runs["dmc-" + backend] = {"backend": result["backend"], "energies": run.series_of("mixed_energy").tolist(),
+                                  "population": run.series_of("population").tolist(),
+                                  "branching": int(result["killed"] + result["copied"]),
+                                  "acceptance": result["acceptance"]}
+    out["run"] = runs
+
+    # argument checking (before anything touches the device)
+    system, walkers = make("Be", False)
+    bad = {"sampler": dict(sampler="metropolis"), "layout": dict(layout="block"), "dt": dict(dt=0.0),
+           "step": dict(step=-1.0), "dtype": dict(dtype=np.float32), "threads": dict(threads_per_block=0)}
+    for name, kwargs in bad.items():
+        try:
+            cuda_atom.CudaAtomSweeper(system, walkers.copy(), **kwargs)
+            out["errors"][name] = None
+        except ValueError as exc:
+            out["errors"][name] = str(exc)
+    try:
+        cuda_atom.CudaAtomSweeper(Atom(element="He"), walkers.copy())
+        out["errors"]["shape"] = None
+    except ValueError as exc:
+        out["errors"]["shape"] = str(exc)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# tests (parent process)
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sim():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__)], env=env, capture_output=True, text=True,
+                          timeout=900)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
+    assert proc.returncode == 0 and lines, f"simulator child failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return json.loads(lines[-1][len(MARKER):])
+
+
+def test_import_without_gpu_and_registration():
+    from qmckit.backends import cuda_atom
+    from qmckit.systems.atom import Atom
+
+    assert cuda_atom.available() is False  # no GPU on development and CI machines
+    assert Atom.cuda_sweeper == "qmckit.backends.cuda_atom:CudaAtomSweeper"
+    assert "VMC.sweep" in cuda_atom.CudaAtomSweeper.__doc__
+
+
+def test_import_without_numba_cuda():
+    code = ("import sys; sys.modules['numba.cuda'] = None\n"
+            "from qmckit.backends import cuda_atom\n"
+            "assert cuda_atom.available() is False\n"
+            "print('ok')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr
+
+
+def test_cli_backend_cuda_reaches_the_gpu_check():
+    """`qmckit run atom --backend cuda` finds the atom's GPU kernels; without a GPU it exits 2."""
+    proc = subprocess.run([sys.executable, "-m", "qmckit.cli", "run", "atom", "--backend", "cuda", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "no CUDA GPU" in proc.stderr and "no GPU kernels" not in proc.stderr, proc.stderr
+
+
+def test_simulator_is_not_a_gpu(sim):
+    assert sim["simulated"] is True
+    assert sim["available"] is False
+    assert sim["sweeper_class"] == "CudaAtomSweeper"
+    assert "no CUDA GPU" in sim["errors"]["no_gpu"]
+
+
+def _ids(case):
+    return "-".join(str(x) for x in case).replace("True", "fixed_node").replace("False", "vmc")
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[_ids(c) for c in CASES])
+def test_twin_agrees_with_cpu_driver(sim, index):
+    result = sim["cases"][index]
+    element, sampler, fixed_node = result["case"]
+    assert [element, sampler, fixed_node] == list(CASES[index])
+    scale = max(1.0, result["energy_scale"])
+    # decisions and random streams: exactly the CPU's, per sweep and per walker
+    assert result["acc_gpu"] == result["acc_cpu"], result
+    assert result["acc_one_launch"] == np.sum(result["acc_cpu"], axis=0).tolist(), result
+    assert result["rng_equal"] and result["rng_equal_one_launch"], result
+    # float64 to round-off
+    assert result["d_energy"] < 1e-10 * scale, result
+    assert result["d_energy_one_launch"] < 1e-10 * scale, result
+    assert result["d_pos"] < 1e-12 and result["d_pos_one_launch"] < 1e-12, result
+    assert result["host_cache_err"] < 1e-10, result
+    # Sherman–Morrison and Jastrow-gradient updates on the device = the CPU's incremental cache
+    assert result["no_measure_rows"] == 0
+    assert result["d_pos_no_measure"] < 1e-12, result
+    assert result["d_cache_no_measure"] < 1e-10 * max(1.0, result["cache_scale"]), result
+    W, n_sweeps, _ = SIZES[element]
+    total = int(np.sum(result["acc_cpu"]))
+    assert 0 < total < n_sweeps * W * {"He": 2, "Be": 4, "Ne": 10}[element], result  # accepts and rejects
+    assert result["acceptance_one_launch"] == pytest.approx(total / (n_sweeps * W * {"He": 2, "Be": 4, "Ne": 10}[element]))
+
+
+def test_fixed_node_flag_is_exercised(sim):
+    """Be and Ne have nodes: the flag changes the trajectory (so node crossings were rejected, on both
+    sides alike); He's 1×1 determinants have none."""
+    for result in sim["cases"]:
+        element, sampler, fixed_node = result["case"]
+        if sampler == "drift":
+            assert result["flag_changed_trajectory"] == (element != "He"), result
+
+
+def test_device_local_energies(sim):
+    for element, row in sim["local_energies"].items():
+        assert row["d_energy"] < 1e-10 * 200, (element, row)
+        assert row["d_cache"] < 1e-10, (element, row)
+
+
+def test_dmc_with_gpu_driver_equals_cpu_dmc(sim):
+    dmc = sim["dmc"]
+    assert dmc["fixed_node"] == [1.0, 1.0]
+    branched = 0
+    for rec in dmc["records"]:
+        g, c = rec["gpu"], rec["cpu"]
+        assert g[:3] == c[:3], rec  # population, killed, copied
+        assert abs(g[3] - c[3]) < 1e-10 * max(1.0, abs(c[3])), rec
+        assert g[4] == pytest.approx(c[4], abs=0), rec
+        branched += g[1] + g[2]
+    assert branched > 0, "the test must exercise branching"
+    assert dmc["d_pos"] < 1e-12
+    assert dmc["rng_equal"]
+
+
+def test_runs_backend_cuda_equal_cpu_runs(sim):
+    """RunConfig/make_run with backend cuda (VMC, and fixed-node DMC) gives the CPU run's numbers."""
+    gpu, cpu = sim["run"]["cuda"], sim["run"]["cpu"]
+    assert (gpu["backend"], cpu["backend"]) == ("cuda", "cpu")
+    assert len(gpu["energies"]) == len(cpu["energies"]) > 0
+    assert np.abs(np.array(gpu["energies"]) - np.array(cpu["energies"])).max() < 1e-9
+    assert gpu["acceptance"] == cpu["acceptance"]
+    gpu, cpu = sim["run"]["dmc-cuda"], sim["run"]["dmc-cpu"]  # fixed-node DMC run, device branching
+    assert (gpu["backend"], cpu["backend"]) == ("cuda", "cpu")
+    assert gpu["population"] == cpu["population"] and gpu["branching"] == cpu["branching"]
+    assert np.abs(np.array(gpu["energies"]) - np.array(cpu["energies"])).max() < 1e-9
+    assert gpu["acceptance"] == cpu["acceptance"]
+
+
+def test_argument_checks(sim):
+    errors = sim["errors"]
+    for name in ("sampler", "layout", "dt", "step", "dtype", "threads", "shape"):
+        assert errors[name], name
+        assert errors[name].startswith(name if name not in ("threads", "shape") else ""), errors[name]
+    assert "float64" in errors["dtype"]
+
+
+if __name__ == "__main__":  # the simulator child
+    print(MARKER + json.dumps(_child()))
