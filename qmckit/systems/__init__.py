@@ -1,8 +1,9 @@
 """Physical systems, one module each. ``make_system(name, **params)`` builds one by name."""
 from .atom import Atom, AtomParams
 from .bec import BosonParams, TrappedBosons
+from .molecule import Molecule, MoleculeParams
 
-SYSTEMS = {"bec": TrappedBosons, "atom": Atom}
+SYSTEMS = {"bec": TrappedBosons, "atom": Atom, "molecule": Molecule}
 
 
 def make_system(name: str, **params):
@@ -14,4 +15,4 @@ def make_system(name: str, **params):
     return cls(**params)
 
 
-__all__ = ["SYSTEMS", "make_system", "TrappedBosons", "BosonParams", "Atom", "AtomParams"]
+__all__ = ["SYSTEMS", "make_system", "TrappedBosons", "BosonParams", "Atom", "AtomParams", "Molecule", "MoleculeParams"]

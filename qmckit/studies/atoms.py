@@ -1,0 +1,129 @@
+"""Study 002 (Nikolaisen 2011), atoms part: Table 7.1 and the Ne conflict, with the published values
+of ``data/atoms.json``.
+
+:func:`vmc_energy` runs one VMC (exact Metropolis–Hastings unless sampler options say otherwise) and
+:func:`dt_scan` a series at equal simulated time per time step; :func:`table71_rows` and
+:func:`markdown_table71` put qmckit's energies next to the thesis's and Sandsdalen's with pulls.
+:data:`THESIS_SAMPLER` and :data:`SANDSDALEN_SAMPLER` name the two published samplers' deviations
+from exact Metropolis–Hastings, as far as the sources show them (see ``data/atoms.json``).
+
+Energies are total energies in hartree.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..runs import RunConfig, make_run
+from ..stats import format_value_error
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "atoms.json"
+ELEMENTS = ("He", "Be", "Ne")
+
+# Study 002's VMC sampler: Green's-function ratio summed over all electrons (D1), the Box–Muller
+# angle uniform reused for acceptance (D2), no drift cap (the thesis mentions none).
+THESIS_SAMPLER = {"green": "all", "accept_uniform": "reuse", "drift_cap": False}
+# Sandsdalen 2010's sampler as his listing shows it: the all-electron Green's-function sum, a fresh
+# uniform for acceptance, no drift cap.
+SANDSDALEN_SAMPLER = {"green": "all", "drift_cap": False}
+
+
+def reference_data() -> dict:
+    """Table 7.1, the values it quotes, exact and fixed-node energies, with sources (``data/atoms.json``)."""
+    if not DATA.exists():
+        raise FileNotFoundError(f"reference data not found at {DATA} (install qmckit from its repository)")
+    return json.loads(DATA.read_text())
+
+
+def reference(element: str, *path: str) -> tuple[float, float]:
+    """A published ``(value, error)`` pair, e.g. ``reference("Ne", "vmc", "thesis")``; error 0.0 where the
+    source gives none."""
+    node = reference_data()["atoms"][element]
+    for key in path:
+        node = node[key]
+    value, error = node
+    return float(value), float(error) if error is not None else 0.0
+
+
+def pull(value: float, error: float, ref: tuple[float, float]) -> float:
+    """(value − reference) in units of the combined standard error √(σ² + σ_ref²)."""
+    ref_value, ref_error = ref
+    combined = math.hypot(error, ref_error)
+    return (value - ref_value) / combined if combined > 0 else float("nan")
+
+
+def weighted_mean(values, errors) -> tuple[float, float, float, int]:
+    """Inverse-variance weighted mean of independent estimates: ``(mean, error, chi2, dof)``; χ² is
+    against a constant, so χ²/dof ≈ 1 when the values agree within their errors."""
+    values, errors = np.asarray(values, dtype=float), np.asarray(errors, dtype=float)
+    if values.shape != errors.shape or values.size < 1 or np.any(errors <= 0):
+        raise ValueError("values and errors must be non-empty arrays of equal shape with errors > 0")
+    w = 1.0 / errors**2
+    mean = float(np.sum(w * values) / np.sum(w))
+    chi2 = float(np.sum(((values - mean) / errors) ** 2))
+    return mean, float(np.sum(w) ** -0.5), chi2, values.size - 1
+
+
+def vmc_energy(element: str, walkers: int, steps: int, dt: float = 0.01, seed: int = 0,
+               params: dict | None = None, **options) -> dict:
+    """One VMC run of ``element`` at Sandsdalen's optimal (α, β) unless ``params`` overrides them.
+
+    ``options`` go to :class:`~qmckit.RunConfig` (``sampler``, ``green``, ``accept_uniform``,
+    ``drift_cap``, ``equilibration``, ...). Returns the run's result dictionary with ``energy``
+    (mean, error) added at the top level.
+    """
+    result = make_run(RunConfig(system="atom", params={"element": element, **(params or {})}, dt=dt,
+                                walkers=walkers, steps=steps, seed=seed, **options)).run()
+    energy = result["estimates"]["energy"]
+    result["energy"] = (energy["mean"], energy["error"])
+    return result
+
+
+def dt_scan(element: str, dts, walkers: int, simulated_time: float, seed: int = 0, min_steps: int = 100,
+            **options) -> dict:
+    """VMC at each Δt for the same simulated time (steps = max(min_steps, ⌈time/Δt⌉)), with the same
+    options; returns arrays ``dt``, ``energy``, ``error``, ``acceptance`` and the ``steps`` used. Each
+    Δt gets its own seed (``seed + k``)."""
+    out = {"dt": [], "energy": [], "error": [], "acceptance": [], "steps": []}
+    for k, dt in enumerate(dts):
+        steps = max(min_steps, math.ceil(simulated_time / dt))
+        result = vmc_energy(element, walkers, steps, dt=float(dt), seed=seed + k, **options)
+        out["dt"].append(float(dt))
+        out["energy"].append(result["energy"][0])
+        out["error"].append(result["energy"][1])
+        out["acceptance"].append(result["acceptance"])
+        out["steps"].append(steps)
+    return {key: np.asarray(value) for key, value in out.items()}
+
+
+def table71_rows(energies: dict) -> list[dict]:
+    """Table 7.1 next to qmckit: ``energies`` maps an element to qmckit's ``(mean, error)``.
+
+    Each row has the element, α, β, qmckit's energy, the thesis's and Sandsdalen's values and the pulls
+    against both (in combined σ), and the exact energy.
+    """
+    atoms = reference_data()["atoms"]
+    rows = []
+    for element, (mean, error) in energies.items():
+        a = atoms[element]
+        thesis, sandsdalen = reference(element, "vmc", "thesis"), reference(element, "vmc", "sandsdalen")
+        rows.append({"element": element, "alpha": a["alpha"], "beta": a["beta"], "qmckit": (mean, error),
+                     "thesis": thesis, "pull_thesis": pull(mean, error, thesis),
+                     "sandsdalen": sandsdalen, "pull_sandsdalen": pull(mean, error, sandsdalen),
+                     "exact": a["exact"][0]})
+    return rows
+
+
+def markdown_table71(rows: list[dict], caption: str = "") -> str:
+    """The rows of :func:`table71_rows` as a markdown table."""
+    lines = ([caption, ""] if caption else []) + [
+        "| atom | α | β | qmckit (exact sampler) | thesis | pull | Sandsdalen 2010 | pull | exact |",
+        "|---|---:|---:|---|---|---:|---|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['element']} | {r['alpha']:g} | {r['beta']:g} | {format_value_error(*r['qmckit'])} "
+                     f"| {format_value_error(*r['thesis'])} | {r['pull_thesis']:+.1f} "
+                     f"| {format_value_error(*r['sandsdalen'])} | {r['pull_sandsdalen']:+.1f} | {r['exact']} |")
+    return "\n".join(lines)

@@ -1,0 +1,860 @@
+"""Closed-shell molecules in a Gaussian basis: RHF Slater determinants from PySCF times a Padé–Jastrow
+factor (study 001, Anderson et al. 2007: all-electron QMC with Cartesian Gaussian orbitals).
+
+Units: atomic units (bohr, hartree E_h, time ħ/E_h). Clamped nuclei A of charge Z_A at R_A; N electrons
+(N = Σ Z_A − charge, even), N↑ = N↓ = n = N/2 (electrons 0..n−1 up, the rest down):
+
+    H = Σ_i [−½∇_i² − Σ_A Z_A/r_iA] + Σ_{i<j} 1/r_ij + E_nn,      E_nn = Σ_{A<B} Z_A Z_B / R_AB
+    ψ_T = D↑ D↓ exp(U),   D_s[k, j] = φ_j(r_k),   φ_j = Σ_μ χ_μ C[μ, j]
+
+The orbitals φ_j are the n lowest canonical RHF molecular orbitals of ``scf.RHF(mol).run()`` for a
+PySCF ``Mole`` built with ``cart=True`` (the basis functions χ_μ are Cartesian Gaussians, see
+:mod:`qmckit.systems.gaussian_basis`), the same orbitals for both spins. With the Jastrow factor off,
+⟨E_L⟩ over |D↑D↓|² is exactly the RHF energy (nuclear repulsion included): the must-show check.
+
+The Jastrow exponent U has two optional Padé parts (``jastrow=False`` drops both):
+
+    e–e (``jastrow_ee``):  Σ_{i<j} a_ij r_ij / (1 + β_ee r_ij),  a_ij = ½ antiparallel, ¼ parallel
+    e–n (``jastrow_en``):  Σ_i Σ_A −Z_A r_iA / (1 + β_en r_iA)
+
+Both have the Kato cusp slopes at contact. Gaussian orbitals have zero slope at a nucleus, so the
+bare determinant misses the electron–nucleus cusp and E_L diverges like −Z/r there; the e–n term
+gives ψ_T the slope −Z_A back and cancels that divergence for r ≲ 1/β_en. The RHF orbitals are not
+reoptimised, so both terms must stay short-ranged: the e–n factor multiplies the density near a
+nucleus by up to e^{−2Z/β_en}, and a long-ranged e–e term (small β_ee) pushes all electrons apart.
+Measured on H2O and Ne in cc-pVDZ (reweighting 19 200 configurations of |D↑D↓|²): β_ee = 1 raises
+the H2O energy by 0.67(9) E_h, β_ee = 4 lowers it by 0.11(2) E_h (Ne: 0.11(5) E_h). On top of that,
+β_en = 30 multiplies the E_L variance by ~25, β_en = 100 by ~4, β_en = 300 by ~1.25 (energy a further
+0.02(3) E_h lower in H2O, 0.08(5) E_h in Ne), β_en = 1000 changes nothing measurable. Hence the
+defaults β_ee = 4 and β_en = 300 bohr⁻¹ (QMcBeaver used b = 100 for e–n, see the study's notes). A
+proper fix of the Gaussian cusp (orbital cusp correction) is not attempted.
+For f(r) = a r/(1 + βr): f' = a/(1 + βr)², f'' + 2f'/r = 2a/(r(1 + βr)³), and
+
+    E_L = Σ_i [−½(∇²_i D/D + ∇²_i U + |∇_i U|² + 2 ∇_i ln D·∇_i U) − Σ_A Z_A/r_iA] + Σ_{i<j} 1/r_ij + E_nn
+
+Fixed-node DMC: :meth:`Molecule.for_dmc` turns on ``reject_node_crossing`` (a move that changes the
+sign of ψ_T is rejected), as for :class:`~qmckit.systems.atom.Atom`.
+
+Kernel parameter vector ``p`` (float64; the generic drivers pass it to every kernel):
+
+    [N, n, n_atoms, n_basis, jastrow_ee, β_ee, jastrow_en, β_en, reject_node_crossing, E_nn,
+     atoms (n_atoms × [x, y, z, Z]), C (n_basis × n, row-major), packed basis (see gaussian_basis)]
+
+Cache layout of one walker (N electrons, n orbitals per spin, n_basis functions), float64:
+
+    T     (N, n)     transposed inverse of each spin block (see :mod:`qmckit.systems.slater`)
+    DPHI  (N, n, 3)  ∇φ_j(r_i)
+    OL    (N, n)     ∇²φ_j(r_i) (filled by recompute, used by local_energy)
+    JG    (N, 3)     ∇_i U (e–e and e–n), updated in O(N) per accepted move
+    U, DU (n), (n,3) orbital values and gradients at the proposed position     ┐ scratch of
+    CO, CN (N), (N)  f'(r_il)/r_il of the moved electron before / after       │ test_move for
+    EG    (3)        e–n part of ∇U at the proposed position                  │ accept_move
+    META  (1)        determinant ratio of the last tested move                ┘
+    MAT, LAP         (n, n), (n) scratch for inversion and orbital Laplacians
+    BV, BG, BL       (n_basis), (n_basis, 3), (n_basis) basis values, gradients, Laplacians
+
+A one-electron move costs one basis evaluation (O(n_basis)), the orbital contraction O(n_basis·n),
+a Sherman–Morrison update O(n²) and O(N + n_atoms) Jastrow work. ``local_energy`` rebuilds the cache
+from the positions first (exact whatever round-off the incremental updates gathered).
+
+PySCF is optional (the ``chem`` extra): it is imported only when a molecule is built; the RHF
+solution is cached in memory per (geometry, basis, charge), so building the same system again (as
+:class:`~qmckit.runs.RunConfig` and the run do) costs nothing.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import warnings
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from .gaussian_basis import GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, require_pyscf
+from .protocol import SystemKernels
+from .slater import det_ratio, invert, sherman_morrison_row
+
+ENERGY_KEY = "energy"
+ENERGY_UNIT = "E_h"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "molecules"
+
+# H–Kr: all-electron correlation-consistent bases stop there
+ELEMENTS = ("H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se "
+            "Br Kr").split()
+
+A_ANTIPARALLEL = 0.5
+A_PARALLEL = 0.25
+DEFAULT_BETA_EE = 4.0
+DEFAULT_BETA_EN = 300.0
+
+(P_N, P_NUP, P_NATOM, P_NBF, P_JEE, P_BEE, P_JEN, P_BEN, P_REJECT, P_ENUC) = range(10)
+HEADER = 10
+
+
+def builtin_molecules() -> list[str]:
+    """Names accepted by ``xyz`` as built-in geometries (files ``data/molecules/NAME.xyz``)."""
+    return sorted(p.stem for p in DATA_DIR.glob("*.xyz")) if DATA_DIR.is_dir() else []
+
+
+def _is_number(value) -> bool:
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def _parse_atoms(lines, where: str) -> tuple:
+    """((symbol, x, y, z), …) in Å from 'Sym x y z' lines."""
+    atoms = []
+    for line in lines:
+        parts = line.replace(",", " ").split()
+        if not parts:
+            continue
+        if len(parts) < 4:
+            raise ValueError(f"xyz {where}: expected 'symbol x y z', got {line.strip()!r}")
+        symbol = re.sub(r"[^A-Za-z]", "", parts[0]).capitalize()
+        if symbol not in ELEMENTS:
+            raise ValueError(f"xyz {where}: unknown or unsupported element {parts[0]!r} (H to Kr)")
+        try:
+            x, y, z = (float(v) for v in parts[1:4])
+        except ValueError:
+            raise ValueError(f"xyz {where}: coordinates must be numbers, got {line.strip()!r}") from None
+        if not all(math.isfinite(v) for v in (x, y, z)):
+            raise ValueError(f"xyz {where}: coordinates must be finite, got {line.strip()!r}")
+        atoms.append((symbol, x, y, z))
+    if not atoms:
+        raise ValueError(f"xyz {where}: no atoms")
+    return tuple(atoms)
+
+
+def read_xyz(path) -> tuple:
+    """Atoms ((symbol, x, y, z), …) in Å of an .xyz file (count line, comment line, atom lines);
+    a file without the count line may hold atom lines only (# starts a comment)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"xyz file {str(path)!r} cannot be read ({err.__class__.__name__})") from None
+    lines = text.splitlines()
+    first = lines[0].strip() if lines else ""
+    if first.isdigit():
+        count = int(first)
+        atoms = _parse_atoms(lines[2:2 + count], f"file {str(path)!r}")
+        if len(atoms) != count:
+            raise ValueError(f"xyz file {str(path)!r} announces {count} atoms but lists {len(atoms)}")
+        return atoms
+    return _parse_atoms([l.split("#", 1)[0] for l in lines], f"file {str(path)!r}")
+
+
+def _inline(atoms) -> str:
+    return "; ".join(f"{s} {x!r} {y!r} {z!r}" for s, x, y, z in atoms)
+
+
+@lru_cache(maxsize=None)
+def _builtin_atoms(name: str) -> tuple:
+    return read_xyz(DATA_DIR / f"{name}.xyz")
+
+
+def resolve_geometry(xyz: str) -> tuple[str, tuple]:
+    """``(normalised xyz, atoms)`` for a built-in name, an .xyz file or inline 'Sym x y z; …' (Å).
+
+    Built-in names stay names; a file is replaced by its inline geometry, so that a run's parameters
+    say everything (a run resumed from a checkpoint does not need the file)."""
+    if not isinstance(xyz, str) or not xyz.strip():
+        raise ValueError(f"xyz must be a built-in name ({', '.join(builtin_molecules())}), an .xyz file or "
+                         f"'Sym x y z; …' in Å, got {xyz!r}")
+    text = xyz.strip()
+    name = text.lower()
+    if name in builtin_molecules():
+        return name, _builtin_atoms(name)
+    if ";" in text or "\n" in text or (len(text.split()) >= 4 and not os.path.exists(text)):
+        atoms = _parse_atoms(re.split(r"[;\n]", text), "inline geometry")
+        return _inline(atoms), atoms
+    if os.path.isfile(text):
+        atoms = read_xyz(text)
+        return _inline(atoms), atoms
+    raise ValueError(f"xyz must be a built-in name ({', '.join(builtin_molecules())}), an .xyz file or "
+                     f"'Sym x y z; …' in Å; no such file {text!r}")
+
+
+@dataclass(frozen=True)
+class MoleculeParams:
+    """Parameters of a closed-shell molecule with RHF orbitals in a Gaussian basis.
+
+    xyz         geometry in Å: a built-in name (``builtin_molecules()``: h2o, ne, h2, acetic-acid),
+                the path of an .xyz file (normalised to the inline form), or inline 'O 0 0 0; H …'
+    basis       any basis set name PySCF knows (default cc-pVDZ), used with Cartesian functions
+    charge      total charge; N = Σ Z − charge must be even (closed shell)
+    jastrow     include the Jastrow factor at all (False: the bare RHF determinant, ⟨E_L⟩ = E_RHF)
+    jastrow_ee  include the e–e Padé term (cusps ½ antiparallel, ¼ parallel)
+    jastrow_en  include the e–n Padé term −Z r/(1 + β_en r) that restores the nuclear cusps
+    beta_ee     β of the e–e term in bohr⁻¹ (≥ 0, default 4)
+    beta_en     β of the e–n term in bohr⁻¹ (> 0, default 300)
+    """
+
+    xyz: str = "h2o"
+    basis: str = "cc-pvdz"
+    charge: int = 0
+    jastrow: bool = True
+    jastrow_ee: bool = True
+    jastrow_en: bool = True
+    beta_ee: float = DEFAULT_BETA_EE
+    beta_en: float = DEFAULT_BETA_EN
+
+    def __post_init__(self):
+        xyz, atoms = resolve_geometry(self.xyz)
+        object.__setattr__(self, "xyz", xyz)
+        if not isinstance(self.basis, str) or not self.basis.strip():
+            raise ValueError(f"basis must be a basis set name known to PySCF, e.g. cc-pvdz, got {self.basis!r}")
+        object.__setattr__(self, "basis", self.basis.strip().lower())
+        if isinstance(self.charge, (bool, np.bool_)) or not isinstance(self.charge, (int, np.integer)):
+            raise ValueError(f"charge must be an integer, got {self.charge!r}")
+        object.__setattr__(self, "charge", int(self.charge))
+        n_electrons = sum(ELEMENTS.index(s) + 1 for s, *_ in atoms) - self.charge
+        if n_electrons < 2 or n_electrons % 2:
+            raise ValueError(f"charge must leave an even number ≥ 2 of electrons (closed shell), got "
+                             f"{n_electrons} electrons with charge {self.charge}")
+        for name in ("jastrow", "jastrow_ee", "jastrow_en"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {value!r}")
+            object.__setattr__(self, name, bool(value))
+        for name, strict in (("beta_ee", False), ("beta_en", True)):
+            value = getattr(self, name)
+            if not _is_number(value) or not math.isfinite(value) or (value <= 0 if strict else value < 0):
+                raise ValueError(f"{name} must be a finite number {'>' if strict else '≥'} 0, got {value!r}")
+            object.__setattr__(self, name, float(value))
+
+    @property
+    def atoms(self) -> tuple:
+        """((symbol, x, y, z), …) in Å."""
+        return resolve_geometry(self.xyz)[1]
+
+    @property
+    def n_electrons(self) -> int:
+        return sum(ELEMENTS.index(s) + 1 for s, *_ in self.atoms) - self.charge
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------
+# RHF orbitals from PySCF (cached per geometry, basis and charge)
+# --------------------------------------------------------------------------------------------
+class RHFSolution(NamedTuple):
+    """What a molecule needs from PySCF (lengths in bohr, energies in E_h)."""
+
+    basis: GaussianBasis
+    coefficients: np.ndarray   # (n_basis, n) occupied MO coefficients, lowest orbital energy first
+    orbital_energies: np.ndarray  # (n,)
+    energy: float              # E_RHF, nuclear repulsion included
+    nuclear_repulsion: float
+    coordinates: np.ndarray    # (n_atoms, 3) bohr
+    charges: np.ndarray        # (n_atoms,)
+    converged: bool
+
+
+_RHF_CACHE: dict[tuple, RHFSolution] = {}
+
+
+def build_mole(atoms, basis: str, charge: int = 0):
+    """A PySCF ``Mole`` (``cart=True``, silent) for atoms ((symbol, x, y, z), …) in Å."""
+    require_pyscf()
+    from pyscf import gto
+    from pyscf.lib import exceptions
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PySCF suggests basis-set-exchange on stderr for unknown names
+        try:
+            return gto.M(atom=[(s, (x, y, z)) for s, x, y, z in atoms], basis=basis, charge=charge, spin=0,
+                         cart=True, unit="Angstrom", verbose=0)
+        except (exceptions.BasisNotFoundError, KeyError) as err:
+            detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(f"basis {basis!r} is not known to PySCF for these elements ({detail})") from None
+
+
+def rhf_solution(atoms, basis: str, charge: int = 0) -> RHFSolution:
+    """The RHF orbitals of a closed-shell molecule, computed once per (geometry, basis, charge)."""
+    key = (tuple(atoms), basis.lower(), int(charge))
+    if key in _RHF_CACHE:
+        return _RHF_CACHE[key]
+    mol = build_mole(atoms, basis, charge)
+    from pyscf import scf
+
+    mf = scf.RHF(mol)
+    mf.verbose = 0
+    mf.conv_tol = 1e-10
+    energy = float(mf.kernel())
+    if not mf.converged:
+        mf = mf.newton()
+        energy = float(mf.kernel(mf.make_rdm1()))
+    if not mf.converged:
+        warnings.warn(f"RHF did not converge for {basis}; the orbitals are those of the last iteration",
+                      RuntimeWarning, stacklevel=2)
+    occupied = np.nonzero(mf.mo_occ > 0)[0]
+    C = np.ascontiguousarray(mf.mo_coeff[:, occupied], dtype=np.float64)
+    solution = RHFSolution(basis=from_pyscf(mol), coefficients=C,
+                           orbital_energies=np.asarray(mf.mo_energy[occupied], dtype=np.float64),
+                           energy=energy, nuclear_repulsion=float(mol.energy_nuc()),
+                           coordinates=np.asarray(mol.atom_coords(), dtype=np.float64),
+                           charges=np.asarray(mol.atom_charges(), dtype=np.float64), converged=bool(mf.converged))
+    for array in (solution.coefficients, solution.orbital_energies, solution.coordinates, solution.charges):
+        array.setflags(write=False)
+    _RHF_CACHE[key] = solution
+    return solution
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+# --------------------------------------------------------------------------------------------
+@nb.njit(cache=True, inline="always")
+def _pair_a(i, l, n):
+    """Jastrow a of the pair (i, l): ¼ for parallel spins, ½ for antiparallel."""
+    return A_PARALLEL if (i < n) == (l < n) else A_ANTIPARALLEL
+
+
+@nb.njit(cache=True, inline="always")
+def _layout(p):
+    """(N, n, atoms (n_atoms, 4), C (n_basis, n), packed basis) views of the parameter vector."""
+    N = int(p[P_N])
+    n = int(p[P_NUP])
+    na = int(p[P_NATOM])
+    nbf = int(p[P_NBF])
+    o = HEADER
+    atoms = p[o:o + 4 * na].reshape((na, 4))
+    o += 4 * na
+    C = p[o:o + nbf * n].reshape((nbf, n))
+    o += nbf * n
+    return N, n, atoms, C, p[o:]
+
+
+@nb.njit(cache=True, inline="always")
+def _views(cache, N, n, nbf):
+    o = 0
+    T = cache[o:o + N * n].reshape((N, n))
+    o += N * n
+    DPHI = cache[o:o + 3 * N * n].reshape((N, n, 3))
+    o += 3 * N * n
+    OL = cache[o:o + N * n].reshape((N, n))
+    o += N * n
+    JG = cache[o:o + 3 * N].reshape((N, 3))
+    o += 3 * N
+    U = cache[o:o + n]
+    o += n
+    DU = cache[o:o + 3 * n].reshape((n, 3))
+    o += 3 * n
+    CO = cache[o:o + N]
+    o += N
+    CN = cache[o:o + N]
+    o += N
+    EG = cache[o:o + 3]
+    o += 3
+    META = cache[o:o + 1]
+    o += 1
+    MAT = cache[o:o + n * n].reshape((n, n))
+    o += n * n
+    LAP = cache[o:o + n]
+    o += n
+    BV = cache[o:o + nbf]
+    o += nbf
+    BG = cache[o:o + 3 * nbf].reshape((nbf, 3))
+    o += 3 * nbf
+    BL = cache[o:o + nbf]
+    return T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL
+
+
+def cache_size_for(n_electrons: int, n_basis: int) -> int:
+    """Length of one walker's cache row (see the module docstring)."""
+    N = n_electrons
+    n = N // 2
+    return N * n + 3 * N * n + N * n + 3 * N + n + 3 * n + 2 * N + 3 + 1 + n * n + n + 5 * n_basis
+
+
+@nb.njit(cache=True)
+def _orbitals(basis, C, x, y, z, val, grad, lap, BV, BG, BL, order):
+    """φ_j (and ∇φ_j with ``order`` ≥ 1, ∇²φ_j with ``order`` ≥ 2) of the n occupied orbitals at
+    (x, y, z): one basis evaluation and the contraction with C (screened functions skipped)."""
+    nbf, n = C.shape
+    eval_point(basis, x, y, z, BV, BG, BL, order)
+    for j in range(n):
+        val[j] = 0.0
+        if order >= 1:
+            grad[j, 0] = 0.0
+            grad[j, 1] = 0.0
+            grad[j, 2] = 0.0
+        if order >= 2:
+            lap[j] = 0.0
+    for mu in range(nbf):
+        v = BV[mu]
+        if order == 0:
+            if v == 0.0:
+                continue
+            for j in range(n):
+                val[j] += v * C[mu, j]
+            continue
+        gx, gy, gz = BG[mu, 0], BG[mu, 1], BG[mu, 2]
+        if v == 0.0 and gx == 0.0 and gy == 0.0 and gz == 0.0:
+            continue  # a screened shell (far from its centre): value and derivatives are exactly 0
+        lv = BL[mu] if order >= 2 else 0.0
+        for j in range(n):
+            c = C[mu, j]
+            val[j] += v * c
+            grad[j, 0] += gx * c
+            grad[j, 1] += gy * c
+            grad[j, 2] += gz * c
+            if order >= 2:
+                lap[j] += lv * c
+
+
+@nb.njit(cache=True)
+def _en_value(atoms, x, y, z, beta):
+    """Σ_A −Z_A r/(1 + β r) of one electron at (x, y, z)."""
+    u = 0.0
+    for A in range(atoms.shape[0]):
+        r = math.sqrt((x - atoms[A, 0]) ** 2 + (y - atoms[A, 1]) ** 2 + (z - atoms[A, 2]) ** 2)
+        u -= atoms[A, 3] * r / (1.0 + beta * r)
+    return u
+
+
+@nb.njit(cache=True)
+def _en_gradient(atoms, x, y, z, beta, out):
+    """∇ of the e–n Jastrow of one electron at (x, y, z) into ``out`` (3,)."""
+    out[0] = 0.0
+    out[1] = 0.0
+    out[2] = 0.0
+    for A in range(atoms.shape[0]):
+        dx = x - atoms[A, 0]
+        dy = y - atoms[A, 1]
+        dz = z - atoms[A, 2]
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if r > 0.0:
+            b = 1.0 / (1.0 + beta * r)
+            c = -atoms[A, 3] * b * b / r
+            out[0] += c * dx
+            out[1] += c * dy
+            out[2] += c * dz
+
+
+@nb.njit(cache=True)
+def log_psi(R, p):
+    """ln|ψ_T(R)| (−inf on a node), from scratch."""
+    N, n, atoms, C, basis = _layout(p)
+    nbf = C.shape[0]
+    M = np.empty((n, n))
+    inv = np.empty((n, n))
+    val = np.empty(n)
+    grad = np.empty((n, 3))
+    BV = np.empty(nbf)
+    BG = np.empty((nbf, 3))
+    total = 0.0
+    for s in range(2):
+        for k in range(n):
+            i = s * n + k
+            _orbitals(basis, C, R[i, 0], R[i, 1], R[i, 2], val, grad, val, BV, BG, BV, 0)
+            for j in range(n):
+                M[j, k] = val[j]
+        log_abs, _ = invert(M, inv)
+        total += log_abs
+    if p[P_JEE] != 0.0:
+        beta = p[P_BEE]
+        for i in range(N):
+            for l in range(i + 1, N):
+                r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
+                total += _pair_a(i, l, n) * r / (1.0 + beta * r)
+    if p[P_JEN] != 0.0:
+        for i in range(N):
+            total += _en_value(atoms, R[i, 0], R[i, 1], R[i, 2], p[P_BEN])
+    return total
+
+
+@nb.njit(cache=True)
+def recompute(R, p, cache):
+    """Rebuild the cache from the positions: inverse blocks, orbital gradients and Laplacians, ∇U."""
+    N, n, atoms, C, basis = _layout(p)
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    for s in range(2):
+        for k in range(n):
+            i = s * n + k
+            _orbitals(basis, C, R[i, 0], R[i, 1], R[i, 2], U, DPHI[i], OL[i], BV, BG, BL, 2)
+            for j in range(n):
+                MAT[j, k] = U[j]  # Dᵀ, whose inverse is T
+        invert(MAT, T[s * n:(s + 1) * n])
+    for i in range(N):
+        CO[i] = 0.0
+        CN[i] = 0.0
+        JG[i, 0] = 0.0
+        JG[i, 1] = 0.0
+        JG[i, 2] = 0.0
+    META[0] = 0.0
+    if p[P_JEN] != 0.0:
+        for i in range(N):
+            _en_gradient(atoms, R[i, 0], R[i, 1], R[i, 2], p[P_BEN], EG)
+            JG[i, 0] = EG[0]
+            JG[i, 1] = EG[1]
+            JG[i, 2] = EG[2]
+    if p[P_JEE] != 0.0:
+        beta = p[P_BEE]
+        for i in range(N):
+            for l in range(i + 1, N):
+                dx = R[i, 0] - R[l, 0]
+                dy = R[i, 1] - R[l, 1]
+                dz = R[i, 2] - R[l, 2]
+                r = math.sqrt(dx * dx + dy * dy + dz * dz)
+                b = 1.0 / (1.0 + beta * r)
+                c = _pair_a(i, l, n) * b * b / r  # f'(r)/r
+                JG[i, 0] += c * dx
+                JG[i, 1] += c * dy
+                JG[i, 2] += c * dz
+                JG[l, 0] -= c * dx
+                JG[l, 1] -= c * dy
+                JG[l, 2] -= c * dz
+
+
+@nb.njit(cache=True)
+def gradient(R, p, cache, i, out):
+    """∇_i ln|ψ(R)| from the cache: Σ_j ∇φ_j(r_i) T[i, j] + ∇_i U."""
+    N, n, atoms, C, basis = _layout(p)
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    gx = JG[i, 0]
+    gy = JG[i, 1]
+    gz = JG[i, 2]
+    for j in range(n):
+        t = T[i, j]
+        gx += DPHI[i, j, 0] * t
+        gy += DPHI[i, j, 1] * t
+        gz += DPHI[i, j, 2] * t
+    out[0] = gx
+    out[1] = gy
+    out[2] = gz
+
+
+@nb.njit(cache=True)
+def test_move(R, p, cache, i, r_new, grad_new):
+    """ln|ψ(R')/ψ(R)| for electron ``i`` moved to ``r_new`` and ∇_i ln|ψ(R')| into ``grad_new``.
+
+    With ``reject_node_crossing`` set, a move to the other sign of ψ_T returns −inf. Leaves the
+    scratch that ``accept_move`` needs. O(n_basis·n + N + n_atoms)."""
+    N, n, atoms, C, basis = _layout(p)
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    x, y, z = r_new[0], r_new[1], r_new[2]
+    _orbitals(basis, C, x, y, z, U, DU, LAP, BV, BG, BL, 1)
+    q = det_ratio(T[i], U)
+    META[0] = q
+    if not (q != 0.0 and math.isfinite(q)) or (p[P_REJECT] != 0.0 and q < 0.0):
+        return -np.inf
+    inv_q = 1.0 / q
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
+    for j in range(n):
+        t = T[i, j] * inv_q
+        gx += DU[j, 0] * t
+        gy += DU[j, 1] * t
+        gz += DU[j, 2] * t
+    log_ratio = math.log(abs(q))
+    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+    if p[P_JEN] != 0.0:
+        beta_en = p[P_BEN]
+        log_ratio += _en_value(atoms, x, y, z, beta_en) - _en_value(atoms, xo, yo, zo, beta_en)
+        _en_gradient(atoms, x, y, z, beta_en, EG)
+        gx += EG[0]
+        gy += EG[1]
+        gz += EG[2]
+    if p[P_JEE] != 0.0:
+        beta = p[P_BEE]
+        delta = 0.0
+        for l in range(N):
+            if l == i:
+                CO[l] = 0.0
+                CN[l] = 0.0
+                continue
+            a = _pair_a(i, l, n)
+            dxo = xo - R[l, 0]
+            dyo = yo - R[l, 1]
+            dzo = zo - R[l, 2]
+            dxn = x - R[l, 0]
+            dyn = y - R[l, 1]
+            dzn = z - R[l, 2]
+            ro = math.sqrt(dxo * dxo + dyo * dyo + dzo * dzo)
+            rn = math.sqrt(dxn * dxn + dyn * dyn + dzn * dzn)
+            bo = 1.0 / (1.0 + beta * ro)
+            bn = 1.0 / (1.0 + beta * rn)
+            delta += a * (rn * bn - ro * bo)
+            CO[l] = a * bo * bo / ro
+            cn = a * bn * bn / rn
+            CN[l] = cn
+            gx += cn * dxn
+            gy += cn * dyn
+            gz += cn * dzn
+        log_ratio += delta
+    grad_new[0] = gx
+    grad_new[1] = gy
+    grad_new[2] = gz
+    return log_ratio
+
+
+@nb.njit(cache=True)
+def accept_move(R, p, cache, i, r_new, grad_new):
+    """Commit the move tested last: Sherman–Morrison on electron i's block, its orbital gradients,
+    and ∇U of every electron (O(n² + N))."""
+    N, n, atoms, C, basis = _layout(p)
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    s = i // n
+    sherman_morrison_row(T[s * n:(s + 1) * n], i - s * n, U, META[0])
+    for j in range(n):
+        for c in range(3):
+            DPHI[i, j, c] = DU[j, c]
+    x, y, z = r_new[0], r_new[1], r_new[2]
+    jee = p[P_JEE] != 0.0
+    jen = p[P_JEN] != 0.0
+    if jee or jen:
+        jx = EG[0] if jen else 0.0
+        jy = EG[1] if jen else 0.0
+        jz = EG[2] if jen else 0.0
+        if jee:
+            xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+            for l in range(N):
+                if l == i:
+                    continue
+                co = CO[l]
+                cn = CN[l]
+                JG[l, 0] += cn * (R[l, 0] - x) - co * (R[l, 0] - xo)
+                JG[l, 1] += cn * (R[l, 1] - y) - co * (R[l, 1] - yo)
+                JG[l, 2] += cn * (R[l, 2] - z) - co * (R[l, 2] - zo)
+                jx += cn * (x - R[l, 0])
+                jy += cn * (y - R[l, 1])
+                jz += cn * (z - R[l, 2])
+        JG[i, 0] = jx
+        JG[i, 1] = jy
+        JG[i, 2] = jz
+    R[i, 0] = x
+    R[i, 1] = y
+    R[i, 2] = z
+
+
+@nb.njit(cache=True)
+def local_energy(R, p, cache):
+    """E_L(R) in E_h (total energy, nuclear repulsion included). Rebuilds the cache first."""
+    recompute(R, p, cache)
+    N, n, atoms, C, basis = _layout(p)
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    jee = p[P_JEE] != 0.0
+    jen = p[P_JEN] != 0.0
+    beta_en = p[P_BEN]
+    energy = p[P_ENUC]
+    for i in range(N):
+        x, y, z = R[i, 0], R[i, 1], R[i, 2]
+        gx = 0.0
+        gy = 0.0
+        gz = 0.0
+        lap_d = 0.0
+        for j in range(n):
+            t = T[i, j]
+            gx += DPHI[i, j, 0] * t
+            gy += DPHI[i, j, 1] * t
+            gz += DPHI[i, j, 2] * t
+            lap_d += OL[i, j] * t
+        jx, jy, jz = JG[i, 0], JG[i, 1], JG[i, 2]
+        energy -= 0.5 * (lap_d + jx * jx + jy * jy + jz * jz + 2.0 * (gx * jx + gy * jy + gz * jz))
+        for A in range(atoms.shape[0]):
+            r = math.sqrt((x - atoms[A, 0]) ** 2 + (y - atoms[A, 1]) ** 2 + (z - atoms[A, 2]) ** 2)
+            energy -= atoms[A, 3] / r
+            if jen:
+                b = 1.0 / (1.0 + beta_en * r)
+                energy += atoms[A, 3] * b * b * b / r  # −½ ∇² of −Z r/(1 + βr)
+    beta = p[P_BEE]
+    for i in range(N):
+        for l in range(i + 1, N):
+            r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
+            energy += 1.0 / r
+            if jee:
+                b = 1.0 / (1.0 + beta * r)
+                energy -= 2.0 * _pair_a(i, l, n) * b * b * b / r
+    return energy
+
+
+@nb.njit(cache=True)
+def other_drift_change(R, p, cache, i, r_new, dt):
+    """(Δt/2) Σ_{j≠i} (|∇_j ln ψ(R)|² − |∇_j ln ψ(R')|²) for the move just tested (study 002's
+    all-particle Green's function; exact sampling never uses it). O(n² + N)."""
+    N, n, atoms, C, basis = _layout(p)
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    q = META[0]
+    s = i // n
+    jee = p[P_JEE] != 0.0
+    x, y, z = r_new[0], r_new[1], r_new[2]
+    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
+    total = 0.0
+    for l in range(N):
+        if l == i:
+            continue
+        gx = JG[l, 0]
+        gy = JG[l, 1]
+        gz = JG[l, 2]
+        hx = 0.0
+        hy = 0.0
+        hz = 0.0
+        v = 0.0
+        same_block = l // n == s
+        for j in range(n):
+            t = T[l, j]
+            gx += DPHI[l, j, 0] * t
+            gy += DPHI[l, j, 1] * t
+            gz += DPHI[l, j, 2] * t
+            if same_block:
+                ti = T[i, j]
+                hx += DPHI[l, j, 0] * ti
+                hy += DPHI[l, j, 1] * ti
+                hz += DPHI[l, j, 2] * ti
+                v += U[j] * t
+        f = v / q if same_block else 0.0
+        nx = gx - f * hx
+        ny = gy - f * hy
+        nz = gz - f * hz
+        if jee:
+            nx += CN[l] * (R[l, 0] - x) - CO[l] * (R[l, 0] - xo)
+            ny += CN[l] * (R[l, 1] - y) - CO[l] * (R[l, 1] - yo)
+            nz += CN[l] * (R[l, 2] - z) - CO[l] * (R[l, 2] - zo)
+        total += gx * gx + gy * gy + gz * gz - (nx * nx + ny * ny + nz * nz)
+    return 0.5 * dt * total
+
+
+KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
+                        accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
+                        other_drift_change=other_drift_change)
+
+
+class Molecule:
+    """A closed-shell molecule for the generic VMC and DMC drivers; reports the total ``energy`` in E_h.
+
+    ``Molecule(xyz="h2o", basis="cc-pvdz", jastrow=False)`` builds the PySCF ``Mole`` (``cart=True``),
+    runs RHF once (cached) and packs geometry, orbitals and basis into :attr:`kernel_params`."""
+
+    name = "molecule"
+    dim = 3
+    energy_key = ENERGY_KEY
+    energy_unit = ENERGY_UNIT
+    kernels = KERNELS
+
+    def __init__(self, params: MoleculeParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
+        self.params = params if params is not None else MoleculeParams(**kwargs)
+        self.reject_node_crossing = bool(reject_node_crossing)
+        p = self.params
+        self.rhf = rhf_solution(p.atoms, p.basis, p.charge)
+        self._kernel_params = self._pack()
+
+    def __repr__(self):
+        p = self.params
+        fixed_node = ", reject_node_crossing=True" if self.reject_node_crossing else ""
+        if not p.jastrow:
+            jastrow = "jastrow=False"
+        else:
+            parts = ([f"beta_ee={p.beta_ee:g}"] if p.jastrow_ee else ["jastrow_ee=False"]) + \
+                    ([f"beta_en={p.beta_en:g}"] if p.jastrow_en else ["jastrow_en=False"])
+            jastrow = ", ".join(parts)
+        xyz = p.xyz if len(p.xyz) <= 40 else p.xyz[:37] + "…"
+        charge = f", charge={p.charge}" if p.charge else ""
+        return f"Molecule(xyz={xyz!r}, basis={p.basis!r}{charge}, {jastrow}{fixed_node})"
+
+    def for_dmc(self) -> "Molecule":
+        """The same molecule with moves across a node of ψ_T rejected (fixed-node DMC)."""
+        return Molecule(self.params, reject_node_crossing=True)
+
+    # --- sizes and references -----------------------------------------------------------------
+    @property
+    def n_particles(self) -> int:
+        return self.params.n_electrons
+
+    @property
+    def n_up(self) -> int:
+        return self.n_particles // 2
+
+    @property
+    def n_basis(self) -> int:
+        return self.rhf.basis.n_basis
+
+    @property
+    def basis(self) -> GaussianBasis:
+        return self.rhf.basis
+
+    @property
+    def mo_coefficients(self) -> np.ndarray:
+        """(n_basis, n) occupied RHF orbitals (read-only)."""
+        return self.rhf.coefficients
+
+    @property
+    def rhf_energy(self) -> float:
+        """E_RHF in E_h (nuclear repulsion included): the exact VMC energy with ``jastrow=False``."""
+        return self.rhf.energy
+
+    @property
+    def nuclear_repulsion(self) -> float:
+        return self.rhf.nuclear_repulsion
+
+    @property
+    def coordinates(self) -> np.ndarray:
+        """Nuclear positions (n_atoms, 3) in bohr."""
+        return self.rhf.coordinates
+
+    @property
+    def charges(self) -> np.ndarray:
+        return self.rhf.charges
+
+    def orbitals(self, points, derivatives: bool = False) -> np.ndarray:
+        """The occupied orbitals at ``points`` (P, 3) in bohr: (P, n), or with ``derivatives`` value,
+        ∂x, ∂y, ∂z and ∇² (P, 5, n), by the batched basis evaluation and one GEMM
+        (:func:`~qmckit.systems.gaussian_basis.orbital_values`); ``points`` may stack all electrons of
+        all walkers, ``positions.reshape(-1, 3)``."""
+        return orbital_values(self.basis, points, self.mo_coefficients, derivatives=derivatives)
+
+    # --- kernel interface ---------------------------------------------------------------------
+    def _pack(self) -> np.ndarray:
+        p, rhf = self.params, self.rhf
+        jee = p.jastrow and p.jastrow_ee
+        jen = p.jastrow and p.jastrow_en
+        header = [float(self.n_particles), float(self.n_up), float(len(rhf.charges)), float(self.n_basis),
+                  float(jee), p.beta_ee, float(jen), p.beta_en, float(self.reject_node_crossing),
+                  rhf.nuclear_repulsion]
+        atoms = np.column_stack([rhf.coordinates, rhf.charges]).ravel()
+        return np.concatenate([np.array(header), atoms, rhf.coefficients.ravel(), rhf.basis.packed])
+
+    @property
+    def kernel_params(self) -> np.ndarray:
+        return self._kernel_params.copy()
+
+    def cache_size(self) -> int:
+        return cache_size_for(self.n_particles, self.n_basis)
+
+    def energy_scale(self) -> float:
+        """Walker energies are already the reported ``energy`` (total, in E_h)."""
+        return 1.0
+
+    def density_range(self) -> float:
+        """A radius (bohr) around the centroid of the nuclei that holds the electron cloud."""
+        centre = self.coordinates.mean(axis=0)
+        return float(np.linalg.norm(self.coordinates - centre, axis=1).max()) + 4.0
+
+    def initial_positions(self, n_walkers: int, rng: np.random.Generator) -> np.ndarray:
+        """Positions (W, N, 3): electrons shared out over the atoms (Z_A each, the last atoms giving
+        up electrons for a positive charge, the first taking extra ones for a negative charge),
+        alternately spin up and down, Gaussian around their nucleus with width 1/Z_A for the first
+        two of an atom and 1 bohr for the others."""
+        coords, charges = self.coordinates, self.charges
+        slots = []  # (atom, width)
+        for A, Z in enumerate(charges.astype(int)):
+            slots += [(A, (1.0 / Z if k < 2 else 1.0)) for k in range(Z)]
+        N = self.n_particles
+        while len(slots) < N:
+            slots.append((0, 1.5))
+        slots = slots[:N]
+        up, down = slots[0::2], slots[1::2]
+        order = up + down
+        centres = np.array([coords[A] for A, _ in order])
+        widths = np.array([w for _, w in order])
+        return centres[None] + rng.normal(size=(n_walkers, N, 3)) * widths[None, :, None]
+
+
+__all__ = ["Molecule", "MoleculeParams", "RHFSolution", "rhf_solution", "build_mole", "read_xyz",
+           "resolve_geometry", "builtin_molecules", "PySCFMissing"]
