@@ -41,6 +41,18 @@ def _finite_float(text):
 _positive_int.__name__ = "positive integer"
 _finite_float.__name__ = "finite number"
 
+
+def _energy_cap(text):
+    if text in ("zen", "off"):
+        return text == "zen"
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError
+    return value
+
+
+_energy_cap.__name__ = "energy cut (zen, off or a positive number of σ)"
+
 # name in the system's parameter object → (flag, type, help)
 _BEC_PARAMS = {
     "n": ("--n", int, "number of bosons N (default 20)"),
@@ -141,6 +153,9 @@ def _add_method_options(p):
     p.add_argument("--hard-core", dest="hard_core", choices=["reject", "redraw"], default=None,
                    help="overlapping proposal: reject (exact, default) or redraw (study 002's variant)")
     p.add_argument("--walkers", type=_positive_int, default=None, help="number of walkers (default 200)")
+    p.add_argument("--energy-cap", dest="energy_cap", type=_energy_cap, default=None,
+                   help="DMC branching cut of E_L − E_T: c (default 8) cuts at max(0.2√(N/Δτ), c σ₀); "
+                        "zen: 0.2√(N/Δτ) alone; off: none")
     p.add_argument("--target-walkers", dest="target_walkers", type=_positive_int, default=None,
                    help="DMC population target (default: --walkers)")
     p.add_argument("--dmc-equil", dest="dmc_equilibration", type=int, default=None,
@@ -158,8 +173,8 @@ def _add_method_options(p):
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
-_RUN_KEYS = ("method", "sampler", "dt", "drift_cap", "walkers", "steps", "equilibration", "block", "seed", "backend",
-             "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
+_RUN_KEYS = ("method", "sampler", "dt", "drift_cap", "energy_cap", "walkers", "steps", "equilibration", "block", "seed",
+             "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 
 def _fail(message: str) -> int:
@@ -171,7 +186,8 @@ def _flag_for(message: str) -> str:
     """Turn 'alpha must be …' into '--alpha must be …' so the message names the CLI flag."""
     name = message.split(" ", 1)[0]
     flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | _SYSTEM_PARAMS["atom"][0] | _SYSTEM_PARAMS["molecule"][0] | {
-        "equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil"}
+        "equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
+        "energy_cap": "--energy-cap"}
     if name in flags:
         return flags[name] + message[len(name):]
     if name in _RUN_KEYS:

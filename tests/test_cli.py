@@ -26,6 +26,7 @@ def qmckit(*args, **kwargs):
     (["--a", "-0.1"], "--a"), (["--dt", "-0.1"], "--dt"), (["--walkers", "0"], "--walkers"),
     (["--steps", "1.5"], "--steps"), (["--seed", "-1"], "--seed"), (["--sampler", "fast"], "--sampler"),
     (["--backend", "cuda"], "--backend"), (["--resume", "/nonexistent.h5"], "--resume"),
+    (["--energy-cap", "-1"], "--energy-cap"), (["--energy-cap", "huge"], "--energy-cap"),
 ])
 def test_bad_input_gives_exit_2_and_one_line(args, name):
     res = qmckit("run", "bec", *args)
