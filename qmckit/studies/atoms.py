@@ -6,6 +6,8 @@ of ``data/atoms.json``.
 :func:`markdown_table71` put qmckit's energies next to the thesis's and Sandsdalen's with pulls.
 :data:`THESIS_SAMPLER` and :data:`SANDSDALEN_SAMPLER` name the two published samplers' deviations
 from exact Metropolis–Hastings, as far as the sources show them (see ``data/atoms.json``).
+:func:`gpu_dmc` reads the recorded GPU fixed-node DMC series (``qmckit_recorded.gpu_h100``) and
+:func:`nuclear_cusp_coefficient` measures how far ψ_T misses the electron–nucleus cusp.
 
 Energies are total energies in hartree.
 """
@@ -19,6 +21,7 @@ import numpy as np
 
 from ..runs import RunConfig, make_run
 from ..stats import format_value_error
+from ..systems.atom import Atom, local_energy
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "atoms.json"
 ELEMENTS = ("He", "Be", "Ne")
@@ -46,6 +49,49 @@ def reference(element: str, *path: str) -> tuple[float, float]:
         node = node[key]
     value, error = node
     return float(value), float(error) if error is not None else 0.0
+
+
+def _same_cap(a, b) -> bool:
+    """Energy caps compare as RunConfig reads them: True/False are not the numbers 1/0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return float(a) == float(b)
+
+
+def gpu_dmc(element: str, energy_cap: bool | float = 8.0, file: str | None = None) -> dict:
+    """The recorded GPU fixed-node DMC points of ``element`` (``qmckit_recorded.gpu_h100.dmc`` of
+    ``data/atoms.json``) with one branching cut (``energy_cap`` as RunConfig takes it: a number c of
+    σ₀, default 8; True: Zen's cut alone; False: none), optionally from one result ``file`` only.
+
+    Returns arrays ``dt``, ``energy``, ``error``, ``population``, ``energy_cut`` (nan without a cut)
+    and the list ``file``, sorted by decreasing Δτ; empty arrays when nothing matches.
+    """
+    points = [p for p in reference_data()["qmckit_recorded"]["gpu_h100"]["dmc"][element]
+              if _same_cap(p["energy_cap"], energy_cap) and (file is None or p["file"] == file)]
+    points.sort(key=lambda p: -p["dt"])
+    out = {key: np.array([p[key] for p in points], dtype=float) for key in ("dt", "energy", "error", "population")}
+    out["energy_cut"] = np.array([np.nan if p["energy_cut"] is None else p["energy_cut"] for p in points], dtype=float)
+    out["file"] = [p["file"] for p in points]
+    return out
+
+
+def nuclear_cusp_coefficient(element: str, r: float = 1e-5, seed: int = 0, params: dict | None = None) -> float:
+    """lim r·E_L as one electron approaches the nucleus (the others fixed), in E_h·bohr.
+
+    ψ_T obeys the electron–nucleus cusp when this is 0. Hydrogenic orbitals of effective charge α
+    have ∂ ln φ/∂r = −α at the nucleus (1s and 2s alike), so E_L → −(Z − α)/r there. Estimated as
+    (E_L(r) − E_L(r/10)) / (1/r − 10/r) for electron 0 at distance r along a fixed direction, the
+    other electrons where :meth:`Atom.initial_positions` puts them with ``seed``.
+    """
+    atom = Atom(element=element, **(params or {}))
+    R = atom.initial_positions(1, np.random.default_rng(seed))[0].copy()
+    cache = np.zeros(atom.cache_size())
+    direction = np.array([0.3, 0.5, 0.81]) / np.linalg.norm([0.3, 0.5, 0.81])
+    energies = []
+    for distance in (r, r / 10):
+        R[0] = distance * direction
+        energies.append(local_energy(R, atom.kernel_params, cache))
+    return float((energies[0] - energies[1]) / (1 / r - 10 / r))
 
 
 def pull(value: float, error: float, ref: tuple[float, float]) -> float:
