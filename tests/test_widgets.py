@@ -144,3 +144,29 @@ def test_second_run_while_running_is_refused():
         release.set()
     assert panel.wait(TIMEOUT)
     assert panel.last_run.blocks_done == panel.last_run.config.n_blocks
+
+
+def test_atom_panel_vmc_dmc_and_bad_input():
+    from qmckit.systems.atom import ELEMENTS
+    from qmckit.widgets import AtomPanel
+
+    panel = AtomPanel(element="He", walkers=20, steps=60, seed=2)
+    panel.element.value = "Be"  # resets α, β and Δt to the element's defaults
+    assert (panel.alpha.value, panel.beta.value) == ELEMENTS["Be"][1:] and panel.dt.value == 0.02
+    panel.element.value = "He"
+    panel.jastrow.value = False
+    panel.alpha.value = 27 / 16  # no Jastrow: the closed form −(27/16)² = −2.84766 E_h
+    result = panel.run_sync()
+    e = result["estimates"]["energy"]
+    assert result["system"] == "atom" and abs(e["mean"] + (27 / 16) ** 2) < 5 * e["error"] + 1e-3
+    assert panel.status.value.startswith("done") and "E = " in panel.status.value
+    panel.method.value = "dmc"
+    assert panel.sampler.value == "drift" and panel.sampler.disabled and panel.dt.description == "Δτ"
+    panel.element.value, panel.element.value = "Be", "He"  # back to He's default α, β
+    panel.jastrow.value = True
+    panel.dt.value, panel.walkers.value, panel.steps.value = 0.02, 40, 150
+    dmc = panel.run_sync()
+    e = dmc["estimates"]["energy"]
+    assert dmc["method"] == "dmc" and abs(e["mean"] + 2.903724) < 3 * e["error"] + 0.01  # exact He energy
+    panel.alpha.value = -1.0
+    assert panel.run_sync() is None and "alpha" in panel.status.value

@@ -7,8 +7,9 @@
 
 ``fast_mode()`` reads ``QMCKIT_FAST`` (small default sizes for CI and notebook fast mode).
 """
+from .atom_panel import AtomPanel
 from .bec_panel import BosonPanel
 from .fast import fast_mode
 from .plots import plot_energy_trace, plot_reblock, run_figure
 
-__all__ = ["BosonPanel", "fast_mode", "plot_energy_trace", "plot_reblock", "run_figure"]
+__all__ = ["AtomPanel", "BosonPanel", "fast_mode", "plot_energy_trace", "plot_reblock", "run_figure"]

@@ -262,7 +262,8 @@ class BosonPanel:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", RuntimeWarning)
                     est = estimate(series)
-                parts.append(f"E/N = {format_value_error(est.mean, est.error)} {run.system.energy_unit}")
+                label = "E/N" if run.system.energy_key == "energy_per_particle" else "E"
+                parts.append(f"{label} = {format_value_error(est.mean, est.error)} {run.system.energy_unit}")
                 if est.error > 0 and math.isfinite(est.tau):
                     parts.append(f"τ = {est.tau:.1f}")
             parts.append(f"{series.size} sweeps × {run.config.walkers} walkers")
