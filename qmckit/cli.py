@@ -66,8 +66,9 @@ _ATOM_PARAMS = {
     "alpha": ("--alpha", _finite_float, "orbital exponent α in bohr⁻¹, > 0 (default: the element's published "
                                         "optimum, He 1.839, Be 3.925, Ne 9.546)"),
     "beta": ("--beta", _finite_float, "Padé–Jastrow β in bohr⁻¹, ≥ 0 (default He 0.348, Be 0.109, Ne 0.177)"),
+    "beta_en": ("--beta-en", _finite_float, "β_en of the --en-cusp factor in bohr⁻¹, > 0 (default 2α)"),
 }
-_ATOM_SWITCHES = {"jastrow": "--no-jastrow", "ee": "--no-ee"}
+_ATOM_SWITCHES = {"jastrow": "--no-jastrow", "ee": "--no-ee", "en_cusp": "--en-cusp"}
 _MOLECULE_PARAMS = {
     "xyz": ("--xyz", str, "geometry in Å: a built-in name (h2o, ne, h2, acetic-acid), an .xyz file, or inline "
                           "'O 0 0 0; H 0 0.76 0.59' (default h2o)"),
@@ -107,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="leave out the Jastrow factor (ψ_T = D↑ D↓)")
     atom.add_argument("--no-ee", dest="ee", action="store_false", default=None,
                       help="leave out the electron–electron repulsion (with --no-jastrow and α = Z: exact, zero variance)")
+    atom.add_argument("--en-cusp", dest="en_cusp", action="store_true", default=None,
+                      help="add the e–n Padé factor exp(−Σ_i (Z − α) r_i/(1 + β_en r_i)) that restores the nuclear "
+                           "cusp of the s orbitals (default off: the study's ψ_T)")
     _add_method_options(atom)
     molecule = systems.add_parser(
         "molecule", help="closed-shell molecule: RHF orbitals in a Gaussian basis + Padé–Jastrow (study 001)",

@@ -105,9 +105,9 @@ def _fd_gradient_and_laplacian(system, R, i):
 
 
 @pytest.mark.parametrize("element", list(ELEMENTS))
-@pytest.mark.parametrize("jastrow", [True, False])
-def test_gradient_laplacian_and_ratio_match_finite_differences(element, jastrow):
-    system = Atom(element=element, jastrow=jastrow)
+@pytest.mark.parametrize("jastrow, en_cusp", [(True, False), (False, False), (True, True), (False, True)])
+def test_gradient_laplacian_and_ratio_match_finite_differences(element, jastrow, en_cusp):
+    system = Atom(element=element, jastrow=jastrow, en_cusp=en_cusp)
     k = system.kernels
     p = system.kernel_params
     N = system.n_particles
@@ -153,8 +153,9 @@ def test_gradient_laplacian_and_ratio_match_finite_differences(element, jastrow)
 
 # --- incremental cache ----------------------------------------------------------------------
 @pytest.mark.parametrize("element", list(ELEMENTS))
-def test_incremental_cache_equals_recompute_after_200_accepted_moves(element):
-    system = Atom(element=element)
+@pytest.mark.parametrize("en_cusp", [False, True])
+def test_incremental_cache_equals_recompute_after_200_accepted_moves(element, en_cusp):
+    system = Atom(element=element, en_cusp=en_cusp)
     N = system.n_particles
     vmc = VMC(system, walkers_for(system, 2, seed=11), sampler="drift", dt=0.1 / system.params.alpha ** 2)
     sweeps = math.ceil(260 / N)
@@ -174,6 +175,65 @@ def test_incremental_cache_equals_recompute_after_200_accepted_moves(element):
             system.kernels.gradient(R, p, incremental[w], i, g_inc)
             system.kernels.gradient(R, p, vmc.walkers.caches[w], i, g_ref)
             assert np.allclose(g_inc, g_ref, rtol=1e-10, atol=1e-10)
+
+
+# --- optional e–n cusp factor -----------------------------------------------------------------
+def test_en_cusp_params_and_default_off():
+    p = AtomParams(element="Ne")
+    assert (p.en_cusp, p.beta_en) == (False, 2 * 9.546)  # default β_en = 2α, off by default
+    assert AtomParams(element="He", alpha=1.5).beta_en == 3.0
+    assert AtomParams(element="Ne", en_cusp=True, beta_en=30).beta_en == 30.0
+    for kwargs, name in (({"beta_en": 0.0}, "beta_en"), ({"beta_en": float("inf")}, "beta_en"),
+                         ({"en_cusp": 1}, "en_cusp")):
+        with pytest.raises(ValueError, match=f"^{name} "):
+            AtomParams(**kwargs)
+    off, on = Atom(element="Ne"), Atom(element="Ne", en_cusp=True)
+    # appended at the end: the first six entries (and their indices) are unchanged
+    assert len(off.kernel_params) == 8 and off.kernel_params[6] == 0.0 and on.kernel_params[6] == 1.0
+    assert np.array_equal(off.kernel_params[:6], on.kernel_params[:6])
+    assert on.kernel_params[7] == on.params.beta_en
+    # off: exactly the study's ψ_T (the factor is never evaluated); on: log ψ differs by Σ u(r_i)
+    R = equilibrated_configs(off, 1, seed=3, sweeps=20)[0]
+    c, b = 10 - 9.546, on.params.beta_en
+    r = np.linalg.norm(R, axis=1)
+    assert on.kernels.log_psi(R, on.kernel_params) - off.kernels.log_psi(R, off.kernel_params) == pytest.approx(
+        np.sum(-c * r / (1 + b * r)), abs=1e-10)
+
+
+def test_en_cusp_removes_the_nuclear_divergence_of_the_local_energy():
+    # Ne, α = 9.546: without the factor E_L → −(Z − α)/r = −0.454/r as an electron approaches the nucleus
+    c = 10 - 9.546
+    R = equilibrated_configs(Atom(element="Ne"), 1, seed=8, sweeps=30)[0]
+    energies = {}
+    for en_cusp in (False, True):
+        system = Atom(element="Ne", en_cusp=en_cusp)
+        p = system.kernel_params
+        cache = np.zeros(system.cache_size())
+        row = []
+        for r in (1e-2, 1e-3, 1e-4):
+            Rs = R.copy()
+            Rs[0] = r * np.array([0.48, -0.6, 0.64])  # a unit direction
+            row.append(system.kernels.local_energy(Rs, p, cache))
+        energies[en_cusp] = np.array(row)
+    off, on = energies[False], energies[True]
+    # off: the 1e-3 → 1e-4 change is the −c/r tail (−0.454 × 9000 ≈ −4086 E_h)
+    assert off[2] - off[1] == pytest.approx(-c * (1e4 - 1e3), rel=0.02)
+    # on: finite at the nucleus — the same step changes E_L by a few E_h at most
+    assert abs(on[2] - on[1]) < 5.0, on
+    assert abs(on[2] - off[0]) < 100.0 and abs(off[2]) > 20 * abs(on[2]), (off, on)
+
+
+@pytest.mark.filterwarnings("ignore:reblock:RuntimeWarning")  # short series
+def test_en_cusp_lowers_the_neon_variance():
+    # the same walkers and streams with and without the factor; 60 walkers × 150 measured sweeps
+    variances = {}
+    for en_cusp in (False, True):
+        system = Atom(element="Ne", en_cusp=en_cusp)
+        vmc = VMC(system, walkers_for(system, 60, seed=21), sampler="drift", dt=0.01)
+        vmc.sweep(150, measure=False)
+        energies, _ = vmc.sweep(150)
+        variances[en_cusp] = energies.var()
+    assert variances[True] < 0.9 * variances[False], variances
 
 
 # --- exact answers --------------------------------------------------------------------------
@@ -290,7 +350,7 @@ def qmckit(*args):
 
 
 @pytest.mark.parametrize("args, flag", [(["--element", "Xx"], "--element"), (["--alpha", "-1"], "--alpha"),
-                                        (["--beta", "nan"], "--beta")])
+                                        (["--beta", "nan"], "--beta"), (["--beta-en", "0"], "--beta-en")])
 def test_cli_bad_input_exits_2_with_one_line(args, flag):
     res = qmckit("run", "atom", *args)
     lines = [line for line in res.stderr.splitlines() if line.strip()]
@@ -304,6 +364,17 @@ def test_cli_json_contract_non_interacting_neon():
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert {"system", "method", "params", "seed", "backend", "estimates", "acceptance", "wall_s"} <= set(out)
-    assert out["params"] == {"element": "Ne", "alpha": 10.0, "beta": 0.177, "jastrow": False, "ee": False}
+    assert out["params"] == {"element": "Ne", "alpha": 10.0, "beta": 0.177, "jastrow": False, "ee": False,
+                             "en_cusp": False, "beta_en": 20.0}
     assert out["estimates"]["energy"]["mean"] == pytest.approx(-200.0, abs=1e-9)
     assert out["energy_unit"] == "E_h"
+
+
+@pytest.mark.filterwarnings("ignore:reblock:RuntimeWarning")
+def test_cli_en_cusp_flags():
+    res = qmckit("run", "atom", "--element", "Ne", "--en-cusp", "--beta-en", "25", "--walkers", "4", "--steps", "5",
+                 "--equil", "5", "--dt", "0.005", "--seed", "1", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["params"]["en_cusp"] is True and out["params"]["beta_en"] == 25.0
+    assert math.isfinite(out["estimates"]["energy"]["mean"])

@@ -139,6 +139,35 @@ def _child() -> dict:
             "d_cache": float(np.abs(core(sweeper.caches_to_host(), system.n_particles)
                                     - core(vmc.walkers.caches, system.n_particles)).max())}
 
+    # the optional e–n cusp factor (AtomParams.en_cusp): local energies, and a Be drift twin with
+    # its incremental caches (the factor's terms in test_move / accept_move)
+    for element in ("He", "Be", "Ne"):
+        W, _, seed = SIZES[element]
+        system = Atom(element=element, en_cusp=True)
+        walkers = Walkers.from_positions(system.initial_positions(W, np.random.default_rng(seed)), 10 + seed,
+                                         system.cache_size())
+        e_gpu = cuda_atom.CudaAtomSweeper(system, walkers.copy()).local_energies()
+        e_off = cuda_atom.CudaAtomSweeper(Atom(element=element), walkers.copy()).local_energies()
+        e_cpu = VMC(system, walkers.copy()).local_energies()
+        out.setdefault("en_cusp", {})[element] = {"d_energy": float(np.abs(e_gpu - e_cpu).max()),
+                                                  "d_on_off": float(np.abs(e_gpu - e_off).max())}
+    system = Atom(element="Be", en_cusp=True)
+    walkers = Walkers.from_positions(system.initial_positions(4, np.random.default_rng(2)), 12, system.cache_size())
+    w_cpu, e_cpu, acc_cpu = cpu_run(system, walkers, "drift", 3)
+    w = walkers.copy()
+    sweeper = cuda_atom.CudaAtomSweeper(system, w, sampler="drift", dt=DT, step=STEP, threads_per_block=2)
+    e_gpu = np.array([sweeper.sweep(1)[0][0] for _ in range(3)])
+    sweeper.to_host()
+    wc, wg = walkers.copy(), walkers.copy()
+    VMC(system, wc, sampler="drift", dt=DT, step=STEP).sweep(3, measure=False)
+    sg = cuda_atom.CudaAtomSweeper(system, wg, sampler="drift", dt=DT, step=STEP)
+    sg.sweep(3, measure=False)
+    out["en_cusp_twin"] = {"d_energy": float(np.abs(e_gpu - e_cpu).max()),
+                           "d_pos": float(np.abs(w.positions - w_cpu.positions).max()),
+                           "rng_equal": bool(np.array_equal(w.rng_states, w_cpu.rng_states)),
+                           "accepted": int(acc_cpu.sum()),
+                           "d_cache": float(np.abs(core(sg.caches_to_host(), 4) - core(wc.caches, 4)).max())}
+
     # DMC: the GPU driver (device branching) against the CPU DMC on the same streams, Be, fixed node
     system = Atom(element="Be")
     dmc_records = []
@@ -300,6 +329,16 @@ def test_device_local_energies(sim):
     for element, row in sim["local_energies"].items():
         assert row["d_energy"] < 1e-10 * 200, (element, row)
         assert row["d_cache"] < 1e-10, (element, row)
+
+
+def test_en_cusp_factor_on_the_device(sim):
+    """The optional e–n cusp factor compiles into the device twins and gives the CPU's numbers."""
+    for element, row in sim["en_cusp"].items():
+        assert row["d_energy"] < 1e-10 * 200, (element, row)
+        assert row["d_on_off"] > 1e-3, (element, row)  # the factor is really switched on
+    twin = sim["en_cusp_twin"]
+    assert twin["d_energy"] < 1e-9 and twin["d_pos"] < 1e-12 and twin["rng_equal"], twin
+    assert 0 < twin["accepted"] < 3 * 4 * 4 and twin["d_cache"] < 1e-10, twin
 
 
 def test_dmc_with_gpu_driver_equals_cpu_dmc(sim):

@@ -19,10 +19,10 @@ every measured sweep the local energy (which first rebuilds the walker's cache f
 the CPU) goes to ``energies[sweep, walker]``.
 
 The physics is not rewritten: ``recompute``, ``gradient``, ``test_move``, ``accept_move``,
-``local_energy`` and ``_orbitals`` of :mod:`qmckit.systems.atom`, ``invert``, ``det_ratio`` and
-``sherman_morrison_row`` of :mod:`qmckit.systems.slater` and the driver's ``_drift_scale`` are
-compiled a second time from their own Python source as CUDA device functions (the technique of
-:mod:`qmckit.backends.cuda_rng`). The only name rebound is ``_views``: on the CPU it cuts one
+``local_energy``, ``_orbitals`` and ``_en_pade`` (the optional e–n cusp factor) of
+:mod:`qmckit.systems.atom`, ``invert``, ``det_ratio`` and ``sherman_morrison_row`` of
+:mod:`qmckit.systems.slater` and the driver's ``_drift_scale`` are compiled a second time from
+their own Python source as CUDA device functions (the technique of :mod:`qmckit.backends.cuda_rng`). The only name rebound is ``_views``: on the CPU it cuts one
 walker's cache row into (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP); on the GPU the "cache" passed
 in *is* that tuple already — strided views of the walker's slice of the global arrays below, and
 slices of per-thread local scratch sized for Ne (10 electrons, 5 orbitals per spin). None of those
@@ -73,7 +73,7 @@ LAYOUTS = ("auto", "thread")
 _BRUTE, _DRIFT = 0, 1
 MAX_ELECTRONS = 10  # Ne; the per-thread scratch is sized for it
 MAX_ORBITALS = MAX_ELECTRONS // 2
-N_PARAMS = 6  # Atom.kernel_params: Z, α, β, jastrow, ee, reject_node_crossing
+N_PARAMS = 8  # Atom.kernel_params: Z, α, β, jastrow, ee, reject_node_crossing, en_cusp, β_en
 
 cuda = None  # numba.cuda, imported on first use; a module global so that the simulator can swap it
 
@@ -132,7 +132,7 @@ def device_functions() -> dict:
     atom_ns.update(slater_twins)
     atom_ns["_views"] = c.jit(**kw)(_views)
     atom_twins = {name: _twin(getattr(atom, name), atom_ns, kw)
-                  for name in ("_orbitals", "_pair_a", "recompute", "gradient", "test_move", "accept_move",
+                  for name in ("_orbitals", "_pair_a", "_en_pade", "recompute", "gradient", "test_move", "accept_move",
                                "local_energy")}
     atom_ns.update(atom_twins)
     vmc_ns = dict(vars(vmc))
@@ -168,7 +168,7 @@ def kernels() -> dict:
     def sweep_thread_per_walker(pos, cT, cD, cJ, states, params, n_sweeps, sampler, step, dt, cap, measure,
                                 energies, accepted):
         """pos (N, 3, W); cT (N, n, W); cD (N, n, 3, W); cJ (N, 3, W); states (2, W) uint64;
-        params (6,) = Atom.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,)."""
+        params (8,) = Atom.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,)."""
         w = cuda.grid(1)
         if w >= pos.shape[2]:
             return
