@@ -38,7 +38,8 @@ PLAN = [
 
 
 def run_point(element, dt, cap, args):
-    cfg = RunConfig(system="atom", params={"element": element}, method="dmc", backend=args.backend,
+    params = {"element": element, "en_cusp": True} if args.en_cusp else {"element": element}
+    cfg = RunConfig(system="atom", params=params, method="dmc", backend=args.backend,
                     walkers=args.walkers, dt=dt, steps=max(1, round(args.measure / dt)),
                     dmc_equilibration=round(args.equilibrate / dt), seed=args.seed, energy_cap=cap)
     start = time.perf_counter()
@@ -62,6 +63,7 @@ def main():
     parser.add_argument("--budget", type=float, default=480.0, help="seconds; points that would overrun are skipped")
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--en-cusp", action="store_true", help="trial functions with the e–n cusp factor")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
     parser.add_argument("--plan", default=None,
                         help='e.g. "Ne:0.0025,0.00125:8;Be:0.01:zen,off" (element:Δτ list:cap list; cap zen, off or c)')
@@ -90,7 +92,8 @@ def main():
                       flush=True)
     lines = [f"# Fixed-node DMC of atoms on the GPU — {date.today().isoformat()}", "",
              f"{args.walkers} walkers, {args.equilibrate} ħ/E_h of DMC equilibration and {args.measure} ħ/E_h measured per "
-             f"point, backend {points[0]['backend'] if points else '?'}; command `python benchmarks/atom_dmc_device.py`.", "",
+             f"point, backend {points[0]['backend'] if points else '?'}, e–n cusp factor {'on' if args.en_cusp else 'off'}; "
+             f"command `python benchmarks/atom_dmc_device.py`.", "",
              "| atom | Δτ | cut | E (E_h) | population | acceptance | wall |", "|---|---:|---|---:|---:|---:|---:|"]
     for p in points:
         lines.append(f"| {p['element']} | {p['dt']} | {p['cap']} | {format_value_error(p['energy'], p['error'])} | "
