@@ -180,9 +180,12 @@ def test_incremental_cache_equals_recompute_after_200_accepted_moves(element, en
 # --- optional e–n cusp factor -----------------------------------------------------------------
 def test_en_cusp_params_and_default_off():
     p = AtomParams(element="Ne")
-    assert (p.en_cusp, p.beta_en) == (False, 2 * 9.546)  # default β_en = 2α, off by default
-    assert AtomParams(element="He", alpha=1.5).beta_en == 3.0
-    assert AtomParams(element="Ne", en_cusp=True, beta_en=30).beta_en == 30.0
+    assert (p.en_cusp, p.beta_en, p.effective_beta_en) == (False, None, 2 * 9.546)  # default 2α, off by default
+    assert AtomParams(element="He", alpha=1.5).effective_beta_en == 3.0
+    assert AtomParams(element="Ne", en_cusp=True, beta_en=30).effective_beta_en == 30.0
+    # the default follows α in a copy with another α (an α scan)
+    scanned = AtomParams(**(AtomParams(element="He", en_cusp=True).as_dict() | {"alpha": 1.5}))
+    assert scanned.effective_beta_en == 3.0
     for kwargs, name in (({"beta_en": 0.0}, "beta_en"), ({"beta_en": float("inf")}, "beta_en"),
                          ({"en_cusp": 1}, "en_cusp")):
         with pytest.raises(ValueError, match=f"^{name} "):
@@ -191,10 +194,10 @@ def test_en_cusp_params_and_default_off():
     # appended at the end: the first six entries (and their indices) are unchanged
     assert len(off.kernel_params) == 8 and off.kernel_params[6] == 0.0 and on.kernel_params[6] == 1.0
     assert np.array_equal(off.kernel_params[:6], on.kernel_params[:6])
-    assert on.kernel_params[7] == on.params.beta_en
+    assert on.kernel_params[7] == on.params.effective_beta_en
     # off: exactly the study's ψ_T (the factor is never evaluated); on: log ψ differs by Σ u(r_i)
     R = equilibrated_configs(off, 1, seed=3, sweeps=20)[0]
-    c, b = 10 - 9.546, on.params.beta_en
+    c, b = 10 - 9.546, on.params.effective_beta_en
     r = np.linalg.norm(R, axis=1)
     assert on.kernels.log_psi(R, on.kernel_params) - off.kernels.log_psi(R, off.kernel_params) == pytest.approx(
         np.sum(-c * r / (1 + b * r)), abs=1e-10)
@@ -365,7 +368,7 @@ def test_cli_json_contract_non_interacting_neon():
     out = json.loads(res.stdout)
     assert {"system", "method", "params", "seed", "backend", "estimates", "acceptance", "wall_s"} <= set(out)
     assert out["params"] == {"element": "Ne", "alpha": 10.0, "beta": 0.177, "jastrow": False, "ee": False,
-                             "en_cusp": False, "beta_en": 20.0}
+                             "en_cusp": False, "beta_en": None}
     assert out["estimates"]["energy"]["mean"] == pytest.approx(-200.0, abs=1e-9)
     assert out["energy_unit"] == "E_h"
 

@@ -138,11 +138,12 @@ class AtomParams:
         object.__setattr__(self, "element", element)
         _, alpha0, beta0 = ELEMENTS[element]
         alpha = self.alpha if self.alpha is not None else alpha0
-        beta_en0 = BETA_EN_PER_ALPHA * alpha if _is_number(alpha) else None
-        for name, default, strict in (("alpha", alpha0, True), ("beta", beta0, False), ("beta_en", beta_en0, True)):
+        for name, default, strict in (("alpha", alpha0, True), ("beta", beta0, False), ("beta_en", None, True)):
             value = getattr(self, name)
             if value is None:
                 value = default
+            if value is None:  # β_en left at its default follows α (resolved in effective_beta_en)
+                continue
             if not _is_number(value) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
             if (value <= 0) if strict else (value < 0):
@@ -157,6 +158,12 @@ class AtomParams:
     @property
     def z(self) -> int:
         return ELEMENTS[self.element][0]
+
+    @property
+    def effective_beta_en(self) -> float:
+        """β_en of the e–n cusp factor: the given value, or 2α (kept as ``None`` in the parameters so
+        that a copy with another α, as in an α scan, follows the new α)."""
+        return self.beta_en if self.beta_en is not None else BETA_EN_PER_ALPHA * self.alpha
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -590,7 +597,7 @@ class Atom:
         p = self.params
         extra = "" if p.jastrow and p.ee else f", jastrow={p.jastrow}, ee={p.ee}"
         if p.en_cusp:
-            extra += f", en_cusp=True, beta_en={p.beta_en:g}"
+            extra += f", en_cusp=True, beta_en={p.effective_beta_en:g}"
         fixed_node = ", reject_node_crossing=True" if self.reject_node_crossing else ""
         return f"Atom(element={p.element!r}, alpha={p.alpha:g}, beta={p.beta:g}{extra}{fixed_node})"
 
@@ -614,7 +621,7 @@ class Atom:
     def kernel_params(self) -> np.ndarray:
         p = self.params
         return np.array([float(p.z), p.alpha, p.beta, float(p.jastrow), float(p.ee),
-                         float(self.reject_node_crossing), float(p.en_cusp), p.beta_en])
+                         float(self.reject_node_crossing), float(p.en_cusp), p.effective_beta_en])
 
     def cache_size(self) -> int:
         return cache_size_for(self.n_particles)
