@@ -170,3 +170,160 @@ def test_atom_panel_vmc_dmc_and_bad_input():
     assert dmc["method"] == "dmc" and abs(e["mean"] + 2.903724) < 3 * e["error"] + 0.01  # exact He energy
     panel.alpha.value = -1.0
     assert panel.run_sync() is None and "alpha" in panel.status.value
+
+
+# --- MoleculePanel and PrecisionPanel ---------------------------------------------------------------
+# Tiny sizes: with warm numba caches each test takes about a second (the molecule and precision kernels
+# compile once per machine; cold, the molecule kernels take tens of seconds, as in tests/test_molecule.py).
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from qmckit.widgets.molecule_panel import pyscf_missing  # noqa: E402
+
+needs_pyscf = pytest.mark.skipif(pyscf_missing() is not None, reason="PySCF (the 'chem' extra) is not installed")
+H2_EXACT = -1.1744757  # non-relativistic Born–Oppenheimer H2 at r = 1.4011 bohr (Kołos–Wolniewicz)
+
+
+@needs_pyscf
+@pytest.mark.filterwarnings("ignore:reblock:RuntimeWarning")
+def test_molecule_panel_vmc_equals_rhf_dmc_goes_below_and_bad_input():
+    from qmckit.widgets import MoleculePanel
+
+    # redraw_interval: draw the first block and the end only (a live redraw costs more than these tiny runs)
+    panel = MoleculePanel(molecule="h2", basis="sto-3g", jastrow=False, walkers=100, steps=1000, seed=3,
+                          redraw_interval=60.0)
+    assert "application/vnd.jupyter.widget-view+json" in panel._repr_mimebundle_()
+    panel.molecule.value = "ne"  # Δt follows the molecule
+    assert panel.dt.value == 0.005
+    panel.molecule.value = "h2"
+    assert panel.dt.value == 0.05
+    # the bare RHF determinant: VMC must give PySCF's RHF energy (−1.116682 E_h in STO-3G)
+    result = panel.run_sync()
+    assert result is not None and result["system"] == "molecule" and panel.error is None
+    values = panel.energy_vs_rhf()
+    assert values["rhf"] == pytest.approx(-1.11668, abs=1e-4)
+    assert 0 < values["error"] < 0.01 and abs(values["pull"]) < 3, values
+    assert values["energy"] == result["estimates"]["energy"]["mean"]
+    assert panel.status.value.startswith("done") and f"E_RHF = {values['rhf']:.6f} E_h" in panel.status.value
+    assert "E<sub>RHF</sub>" in panel.comparison.value and "bare RHF determinant" in panel.comparison.value
+    (out,) = panel.plot.outputs
+    assert out["data"]["image/png"]
+    fig = panel.figure()
+    assert len(fig.axes) == 2 and any("RHF" in line.get_label() for line in fig.axes[0].lines)
+
+    # fixed-node DMC with the Jastrow factor: H2 has no node, so DMC goes far below RHF to the exact energy
+    panel.method.value = "dmc"
+    assert panel.sampler.disabled and panel.dt.description == "Δτ"
+    panel.jastrow.value = True
+    panel.dt.value, panel.steps.value = 0.02, 500
+    dmc = panel.run_sync()
+    values = panel.energy_vs_rhf()
+    assert dmc["method"] == "dmc" and values["energy"] == dmc["estimates"]["energy"]["mean"]
+    assert values["difference"] < -3 * values["error"], values
+    assert abs(values["energy"] - H2_EXACT) < 4 * values["error"] + 0.005, values
+    assert "imaginary time" in panel.figure().axes[0].get_xlabel()
+
+    # bad input: one line in the status, no traceback, no run and no thread
+    for control, value, word in ((panel.basis, "no-such-basis", "basis"), (panel.dt, 0.0, "dt")):
+        good = control.value
+        control.value = value
+        assert panel.run_sync() is None and isinstance(panel.error, ValueError)
+        assert panel.status.value.startswith("error: ") and word in panel.status.value
+        assert "\n" not in panel.status.value and "Traceback" not in panel.status.value
+        assert panel.comparison.value == ""
+        assert panel.run() is None and not panel.running
+        control.value = good
+
+
+def test_molecule_and_precision_panels_without_pyscf(monkeypatch):
+    from qmckit.widgets import MoleculePanel, PrecisionPanel
+
+    monkeypatch.setitem(sys.modules, "pyscf", None)  # import pyscf now raises ImportError
+    panel = MoleculePanel(molecule="h2o")
+    assert panel.pyscf_message is not None and "chem" in panel.pyscf_message
+    assert panel.status.value.startswith("unavailable: ") and "\n" not in panel.status.value
+    assert panel.run_button.disabled
+    assert panel.run_sync() is None and panel.status.value.startswith("error: ")
+    assert "pyscf" in panel.status.value.lower()
+    precision = PrecisionPanel()
+    assert "molecule" not in [value for _, value in precision.kind.options]
+    assert "unavailable" in precision.status.value
+    # and in a fresh interpreter, importing the widgets does not need PySCF
+    code = ("import sys; sys.modules['pyscf'] = None\n"
+            "from qmckit.widgets import MoleculePanel, PrecisionPanel\n"
+            "print(MoleculePanel().status.value)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("unavailable: ") and "chem" in res.stdout
+
+
+def tiny_precision_panel(**kwargs):
+    from qmckit.widgets import PrecisionPanel
+
+    settings = dict(arithmetics=("f64", "f32", "kahan_f32", "f32_rz"), kind="uniform", k_min=10, k_max=3000, points=3,
+                    trials=1, seed=5, work=2.0**18)
+    settings.update(kwargs)
+    return PrecisionPanel(**settings)
+
+
+def test_precision_panel_error_laws():
+    panel = tiny_precision_panel()
+    assert "application/vnd.jupyter.widget-view+json" in panel._repr_mimebundle_()
+    result = panel.run_sync()
+    assert result is not None and panel.error is None
+    K = result.lengths
+    assert list(K) == [10, 173, 3000] and panel.progress.value == panel.progress.max == 3
+    mean = {name: stats["mean"] for name, stats in result.stats.items()}
+    # float64 accumulation of float32 products: round-off of order 1e-16 per element
+    assert np.all(mean["f64"] <= 2e-15) and np.all(result.stats["f64"]["max"] <= 1e-14)
+    # float32 is at the level of u = 6e-8 and grows; Kahan stays flat, below plain float32 from K = 1000 on
+    assert np.all(mean["f32"] > 1e-8)
+    long = K >= 1000
+    assert np.all(mean["kahan_f32"][long] < 0.2 * mean["f32"][long])
+    assert np.all(mean["kahan_f32"] < 3 * 2.0**-24)
+    # truncation: error ∝ K, above round to nearest
+    slope = np.log(mean["f32_rz"][-1] / mean["f32_rz"][0]) / np.log(K[-1] / K[0])
+    assert slope > 0.85 and mean["f32_rz"][-1] > 10 * mean["f32"][-1]
+    assert panel.status.value.startswith("done · K = 10–3000") and "Kahan f32" in panel.status.value
+    (out,) = panel.plot.outputs
+    assert out["data"]["image/png"]
+    ax = panel.figure().axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    panel.stat.value = "max"  # redraws the last result with another statistic
+    assert "max" in panel.figure().axes[0].get_ylabel()
+
+
+@pytest.mark.parametrize("control, value, word", [("k_min", 0, "K min"), ("k_max", 5, "K max"),
+                                                  ("k_max", 10**7, "K max"), ("arithmetics", (), "arithmetic")])
+def test_precision_panel_bad_input_goes_to_status(control, value, word):
+    panel = tiny_precision_panel()
+    getattr(panel, control).value = value
+    assert panel.run_sync() is None and isinstance(panel.error, ValueError)
+    assert panel.status.value.startswith("error: ") and word in panel.status.value
+    assert "\n" not in panel.status.value and "Traceback" not in panel.status.value
+    assert panel.run() is None and panel.thread is None and panel.result is None
+
+
+def test_precision_panel_stop_keeps_the_points_done():
+    panel = tiny_precision_panel()
+    panel.on_point(lambda done, total: panel.stop() if done == 1 else None)
+    panel.run_button.click()
+    assert panel.wait(TIMEOUT)
+    assert panel.status.value.startswith("stopped after 1/3 points") and list(panel.result.lengths) == [10]
+    assert not panel.run_button.disabled and panel.stop_button.disabled
+
+
+@needs_pyscf
+def test_precision_panel_real_basis_matrices():
+    panel = tiny_precision_panel(kind="molecule", molecule="h2", bases=("cc-pvdz", "sto-3g"),
+                                 arithmetics=("f64", "f32", "kahan_f32"))
+    assert panel.stat.value == "median" and panel.k_min.disabled
+    result = panel.run_sync()
+    # K = number of Cartesian basis functions of H2: 2 × 1s (STO-3G), 2 × (2s 1p) (cc-pVDZ); B = the one RHF orbital
+    assert list(result.lengths) == [2, 10] and result.labels == ["sto-3g", "cc-pvdz"]
+    assert result.shapes == [(200, 1), (200, 1)]
+    assert np.all(result.stats["f64"]["median"] <= 1e-15)
+    assert np.all(result.stats["f32"]["median"] < 1e-6) and np.all(result.stats["kahan_f32"]["median"] < 3 * 2.0**-24)
+    assert panel.status.value.startswith("done") and "molecule h2" in panel.figure().axes[0].get_title()
+    panel.bases.value = ()
+    assert panel.run_sync() is None and "bases" in panel.status.value

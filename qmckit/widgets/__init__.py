@@ -5,11 +5,34 @@
     >>> panel            # in Jupyter: controls, Run/Stop, progress bar, live plots
     >>> panel.run_sync() # or press Run (background thread) / Stop (pauses at the next block)
 
+Panels: :class:`BosonPanel` (trapped bosons, VMC), :class:`AtomPanel` (He, Be, Ne: VMC and fixed-node
+DMC), :class:`MoleculePanel` (molecules in a Gaussian basis with RHF orbitals from PySCF, VMC and
+fixed-node DMC, energy next to E_RHF) and :class:`PrecisionPanel` (error per element of the orbital
+matrix product against its inner length, per arithmetic). The last two are imported on first use,
+so ``import qmckit.widgets`` stays cheap; neither needs PySCF to import (without it they say so).
+
 ``fast_mode()`` reads ``QMCKIT_FAST`` (small default sizes for CI and notebook fast mode).
 """
+from importlib import import_module
+
 from .atom_panel import AtomPanel
 from .bec_panel import BosonPanel
 from .fast import fast_mode
 from .plots import plot_energy_trace, plot_reblock, run_figure
 
-__all__ = ["AtomPanel", "BosonPanel", "fast_mode", "plot_energy_trace", "plot_reblock", "run_figure"]
+_LAZY = {"MoleculePanel": ".molecule_panel", "PrecisionPanel": ".precision_panel"}
+
+__all__ = ["AtomPanel", "BosonPanel", "MoleculePanel", "PrecisionPanel", "fast_mode", "plot_energy_trace",
+           "plot_reblock", "run_figure"]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
