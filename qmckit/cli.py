@@ -5,6 +5,8 @@
     qmckit run bec --resume run.h5 --json       # continue an interrupted run
     qmckit run atom --element Be --method vmc --dt 0.01 --json
     qmckit run molecule --xyz h2o --basis cc-pvdz --no-jastrow --dt 0.02 --json   # needs qmckit[chem]
+    qmckit run helium --n 64 --b 3.07 --method vmc --json
+    qmckit bench helium --n 64,256,512 --backend cpu
 
 Bad input ends with exit status 2 and one line on stderr that names the parameter.
 """
@@ -70,7 +72,7 @@ _ATOM_PARAMS = {
 }
 _ATOM_SWITCHES = {"jastrow": "--no-jastrow", "ee": "--no-ee", "en_cusp": "--en-cusp"}
 _MOLECULE_PARAMS = {
-    "xyz": ("--xyz", str, "geometry in Å: a built-in name (h2o, ne, h2, acetic-acid), an .xyz file, or inline "
+    "xyz": ("--xyz", str, "geometry in Å: a built-in name (h2o, ne, h2, acetic-acid, glycine, benzoic-acid), an .xyz file, or inline "
                           "'O 0 0 0; H 0 0.76 0.59' (default h2o)"),
     "basis": ("--basis", str, "Gaussian basis set known to PySCF, used with Cartesian functions (default cc-pvdz)"),
     "charge": ("--charge", int, "total charge; must leave an even number of electrons (default 0)"),
@@ -78,10 +80,23 @@ _MOLECULE_PARAMS = {
     "beta_en": ("--beta-en", _finite_float, "β of the e–n Padé–Jastrow term in bohr⁻¹, > 0 (default 300)"),
 }
 _MOLECULE_SWITCHES = {"jastrow": "--no-jastrow", "jastrow_ee": "--no-ee-jastrow", "jastrow_en": "--no-en-jastrow"}
+_HELIUM_PARAMS = {
+    "n": ("--n", int, "number of ⁴He atoms N, ≥ 2 (default 64)"),
+    "density": ("--density", _finite_float, "number density ρ in Å⁻³, > 0 (default 0.02186, the equilibrium liquid)"),
+    "b": ("--b", _finite_float, "McMillan parameter b of u = −½(b/r)⁵ in Å, ≥ 0 (default 3.07)"),
+    "hbar2_over_m": ("--hbar2-over-m", _finite_float, "ħ²/m in K Å² (default 12.1194, ⁴He)"),
+    "potential": ("--potential", str, "pair potential: hfdb (Aziz HFD-B(HE), default) or none"),
+}
+_HELIUM_SWITCHES = {"tail": "--no-tail"}
 # system → (parameter flags, defaults); every parameter is passed to make_system by its name
 _SYSTEM_PARAMS = {"bec": ({k: v[0] for k, v in _BEC_PARAMS.items()}, _BEC_DEFAULTS),
                   "atom": ({k: v[0] for k, v in _ATOM_PARAMS.items()} | _ATOM_SWITCHES, {"element": "He"}),
-                  "molecule": ({k: v[0] for k, v in _MOLECULE_PARAMS.items()} | _MOLECULE_SWITCHES, {})}
+                  "molecule": ({k: v[0] for k, v in _MOLECULE_PARAMS.items()} | _MOLECULE_SWITCHES, {}),
+                  "helium": ({k: v[0] for k, v in _HELIUM_PARAMS.items()} | _HELIUM_SWITCHES, {})}
+# run settings whose sensible default depends on the system (helium: Metropolis moves at study 004's
+# acceptance for VMC; Δτ in K⁻¹ for DMC)
+_RUN_DEFAULTS = {"helium": {"vmc": {"sampler": "brute", "target_acceptance": 0.37, "step": 2.8},
+                            "dmc": {"dt": 0.002}}}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,6 +142,32 @@ def build_parser() -> argparse.ArgumentParser:
     molecule.add_argument("--no-en-jastrow", dest="jastrow_en", action="store_false", default=None,
                           help="leave out the e–n Padé term that restores the nuclear cusps")
     _add_method_options(molecule)
+    helium = systems.add_parser(
+        "helium", help="liquid ⁴He: Aziz HFD-B(HE) potential + McMillan Jastrow in a periodic box (study 004)",
+        description="Bulk ⁴He in a cubic periodic box (minimum image, cut-offs at L/2). Lengths in Å, energies in K, "
+                    "DMC time step in K⁻¹; reports energy_per_particle and, for VMC, the potential and both kinetic "
+                    "estimators per particle. VMC defaults to Metropolis moves tuned to acceptance 0.37.")
+    for name, (flag, kind, text) in _HELIUM_PARAMS.items():
+        helium.add_argument(flag, dest=name, type=kind, default=None, help=text)
+    helium.add_argument("--no-tail", dest="tail", action="store_false", default=None,
+                        help="leave out the potential tail correction beyond L/2 (study 004's sample run has none)")
+    _add_method_options(helium)
+
+    bench = commands.add_parser("bench", help="time a study's kernels on this machine",
+                                description="Time a study's kernels on this machine and print a table.")
+    benches = bench.add_subparsers(dest="bench", metavar="STUDY", parser_class=_Parser)
+    benches.required = True
+    he_bench = benches.add_parser("helium", help="study 004: Metropolis generation for liquid ⁴He",
+                                  description="Time per macroupdate (N single-atom moves) per chain and pair "
+                                              "evaluations per second of study 004's generation kernel.")
+    he_bench.add_argument("--n", default="64,256,512,1000", help="comma-separated atom counts (default 64,256,512,1000)")
+    he_bench.add_argument("--walkers", type=_positive_int, default=None,
+                          help="chains (default: one per CPU core; 8 per SM on a GPU)")
+    he_bench.add_argument("--backend", choices=["cpu", "cuda"], default="cpu", help="kernel backend (default cpu)")
+    he_bench.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                          help="GPU coordinates and sums (default float64)")
+    he_bench.add_argument("--macro", type=_positive_int, default=2, help="macroupdates per timing (default 2)")
+    he_bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     reproduce = commands.add_parser("reproduce", help="reproduce a study's published table",
                                     description="Reproduce a published table and write markdown, JSON and a figure.")
@@ -148,6 +189,12 @@ def _add_method_options(p):
     p.add_argument("--sampler", choices=["drift", "brute"], default=None,
                    help="drift: importance sampling (default); brute: uniform moves, step auto-tuned")
     p.add_argument("--dt", type=_finite_float, default=None, help="time step of the drift sampler (default 0.05)")
+    p.add_argument("--step", type=_finite_float, default=None,
+                   help="initial side of the brute-force move cube (tuned during equilibration)")
+    p.add_argument("--acceptance", dest="target_acceptance", type=_finite_float, default=None,
+                   help="acceptance the brute-force step is tuned to, in (0, 1) (default 0.5)")
+    p.add_argument("--every", dest="measure_every", type=_positive_int, default=None,
+                   help="VMC: sweeps between measurements (study 004's m; default 1)")
     p.add_argument("--no-drift-cap", dest="drift_cap", action="store_false", default=None,
                    help="use the raw drift (exact either way; the cap only helps near hard-core contacts)")
     p.add_argument("--green", choices=["moved", "all"], default=None,
@@ -177,7 +224,7 @@ def _add_method_options(p):
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
-_RUN_KEYS = ("method", "sampler", "dt", "drift_cap", "energy_cap", "walkers", "steps", "equilibration", "block", "seed",
+_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap", "walkers", "steps", "equilibration", "block", "seed",
              "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 
@@ -191,7 +238,8 @@ def _flag_for(message: str) -> str:
     name = message.split(" ", 1)[0]
     flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | _SYSTEM_PARAMS["atom"][0] | _SYSTEM_PARAMS["molecule"][0] | {
         "equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
-        "energy_cap": "--energy-cap"}
+        "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every"}
+    flags |= _SYSTEM_PARAMS["helium"][0]
     if name in flags:
         return flags[name] + message[len(name):]
     if name in _RUN_KEYS:
@@ -217,7 +265,10 @@ def _run(args) -> int:
                 named = ", ".join(param_flags.get(c, "--" + c) for c in clashes)
                 return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
         else:
-            config = RunConfig(system=args.system, params=param_defaults | given_params, **given_run)
+            run_defaults = _RUN_DEFAULTS.get(args.system, {}).get(given_run.get("method", "vmc"), {})
+            if "sampler" in given_run:  # a chosen sampler brings its own defaults
+                run_defaults = {k: v for k, v in run_defaults.items() if k == "dt"}
+            config = RunConfig(system=args.system, params=param_defaults | given_params, **(run_defaults | given_run))
             run = make_run(config, checkpoint_path=args.checkpoint)
     except ValueError as err:
         return _fail(_flag_for(str(err)))
@@ -238,6 +289,41 @@ def _run(args) -> int:
         print(json.dumps(result))
     else:
         print(format_result(result))
+    return 0
+
+
+def _bench(args) -> int:
+    import numpy as np
+
+    from .studies import helium4
+
+    try:
+        sizes = [int(x) for x in args.n.split(",") if x.strip()]
+        if not sizes or min(sizes) < 2:
+            raise ValueError
+    except ValueError:
+        return _fail(f"--n must be a comma-separated list of atom counts ≥ 2, got {args.n!r}")
+    options = {}
+    if args.backend == "cuda":
+        from .backends import helium_chains
+
+        if not helium_chains.available():
+            return _fail("--backend cuda: no CUDA GPU found (use cpu)")
+        options["dtype"] = np.dtype(args.dtype)
+        from numba import cuda
+
+        walkers = args.walkers or 8 * cuda.get_current_device().MULTIPROCESSOR_COUNT
+    else:
+        walkers = args.walkers or (os.cpu_count() or 1)
+    rows = [helium4.time_generation(n, walkers, backend=args.backend, n_macro=args.macro, **options) for n in sizes]
+    if args.json:
+        print(json.dumps({"study": "helium", "backend": args.backend, "walkers": walkers, "rows": rows}, default=str))
+        return 0
+    print(f"helium generation, backend {args.backend}, {walkers} chains, {args.macro} macroupdates per timing")
+    print(f"{'N':>7} {'ms/macroupdate/chain':>21} {'pair evaluations/s':>19} {'acceptance':>10}")
+    for r in rows:
+        print(f"{r['n']:>7} {1e3 * r['s_per_macroupdate_per_chain']:>21.4f} {r['pair_evaluations_per_s']:>19.3e} "
+              f"{r['acceptance']:>10.3f}")
     return 0
 
 
@@ -293,6 +379,8 @@ def main(argv=None) -> int:
         return _run(args)
     if args.command == "reproduce":
         return _reproduce(args)
+    if args.command == "bench":
+        return _bench(args)
     return _fail(f"unknown command {args.command!r}")
 
 

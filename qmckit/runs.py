@@ -63,6 +63,8 @@ class RunConfig:
     density_bins: int = 60
     density_range: float | None = None  # histogram half-width / r_max (default 5 σ of the trap)
     density_every: int = 1              # sweeps between density samples
+    measure_every: int = 1              # VMC: sweeps between measurements (study 004's m); steps counts measurements
+    target_acceptance: float = 0.5      # brute-force sampler: acceptance the step is tuned to
     green: str = "moved"            # study 002's deviations, for demonstrations only:
     accept_uniform: str = "fresh"   # "all", "reuse" and "redraw" (see qmckit.methods.vmc)
     hard_core: str = "reject"
@@ -85,6 +87,12 @@ class RunConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not (isinstance(self.target_acceptance, (int, float)) and 0 < self.target_acceptance < 1):
+            raise ValueError(f"target_acceptance must be in (0, 1), got {self.target_acceptance!r}")
+        if not isinstance(self.measure_every, (int, np.integer)) or self.measure_every < 1:
+            raise ValueError(f"measure_every must be a positive integer, got {self.measure_every!r}")
+        if self.measure_every > 1 and (self.method != "vmc" or self.density is not None):
+            raise ValueError("measure_every > 1 needs method vmc and no density histogram")
         if self.target_walkers is None:
             self.target_walkers = self.walkers
         if self.dmc_equilibration is None:
@@ -175,7 +183,8 @@ class _Run:
                                drift_cap=config.drift_cap, dtype=np.dtype(config.dtype))
         else:
             self.vmc = VMC(self.system, walkers, sampler=config.sampler, dt=config.dt, step=config.step,
-                           drift_cap=config.drift_cap, **config.variant_options())
+                           target_acceptance=config.target_acceptance, drift_cap=config.drift_cap,
+                           **config.variant_options())
         self.equilibrated = False
         self.blocks_done = 0
         self.density = config.make_density(self.system)
@@ -315,9 +324,41 @@ class VMCRun(_Run):
     def driver(self) -> VMC:
         return self.vmc
 
+    def __init__(self, config: RunConfig, checkpoint_path=None):
+        super().__init__(config, checkpoint_path)
+        # systems with more estimators than E_L (helium: V, T_lap, T_grad) measure them all at once
+        self.observables = tuple(getattr(self.system, "observable_names", ()))[1:]
+        if self.observables and self.backend != "cpu":
+            raise ValueError(f"backend {self.backend}: system {config.system!r} runs VMC on the cpu backend only")
+        self.series_names += tuple(f"obs_{name}" for name in self.observables)
+        self.series.update({f"obs_{name}": [] for name in self.observables})
+
+    def _measured_sweeps(self, n: int):
+        """``n`` measurements, each after ``measure_every`` sweeps: (energies (n, W), extra (n, W, K), acceptance)."""
+        every = self.config.measure_every
+        if not self.observables:
+            if every == 1:
+                energies, acceptance = self.vmc.sweep(n)
+                return energies, None, acceptance
+            rows, accepted = [], 0.0
+            for _ in range(n):
+                _, acc_skip = self.vmc.sweep(every - 1, measure=False)
+                part, acc = self.vmc.sweep(1)
+                rows.append(part[0])
+                accepted += acc_skip * (every - 1) + acc
+            return np.array(rows), None, accepted / (n * every)
+        values, accepted = [], 0.0
+        for _ in range(n):
+            _, acc = self.vmc.sweep(every, measure=False)
+            values.append(self.system.measure(self.walkers.positions))
+            accepted += acc
+        values = np.array(values)  # (n, W, 1 + K)
+        return values[:, :, 0], values[:, :, 1:], accepted / n
+
     def _block(self, sweeps: int) -> dict:
+        extra = None
         if self.density is None:
-            energies, acceptance = self.vmc.sweep(sweeps)
+            energies, extra, acceptance = self._measured_sweeps(sweeps)
         else:
             chunks, accepted, done = [], 0.0, 0
             while done < sweeps:
@@ -329,7 +370,10 @@ class VMCRun(_Run):
                 done += n
             energies, acceptance = np.concatenate(chunks), accepted / sweeps
         var = energies.var(axis=1, ddof=1) if energies.shape[1] > 1 else np.zeros(sweeps)
-        return {"energy_mean": energies.mean(axis=1), "energy_var": var, "acceptance": [acceptance]}
+        records = {"energy_mean": energies.mean(axis=1), "energy_var": var, "acceptance": [acceptance]}
+        for k, name in enumerate(self.observables):
+            records[f"obs_{name}"] = extra[:, :, k].mean(axis=1)
+        return records
 
     def energy_series(self) -> np.ndarray:
         """Walker-averaged energy per particle (or per the system's normalisation) of every sweep."""
@@ -339,8 +383,11 @@ class VMCRun(_Run):
         series = self.energy_series()
         if not series.size:
             return {}
-        return {self.system.energy_key: estimate(series),
-                "energy_variance": estimate(self.series_of("energy_var"))}
+        out = {self.system.energy_key: estimate(series),
+               "energy_variance": estimate(self.series_of("energy_var"))}
+        for name in self.observables:
+            out[name] = estimate(self.series_of(f"obs_{name}") / self.system.energy_scale())
+        return out
 
     @property
     def acceptance(self) -> float:

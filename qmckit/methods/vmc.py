@@ -171,7 +171,9 @@ class VMC:
     Parameters
     ----------
     sampler : "brute" | "drift"
-    dt : time step Δt of the drift sampler (system time unit; 1/ω_⊥ for trapped bosons)
+    dt : time step Δt of the drift sampler (system time unit; 1/ω_⊥ for trapped bosons). A system with an
+        ``hbar2_over_m`` attribute (helium: K Å², time in K⁻¹) diffuses with variance (ħ²/m) Δt per
+        component; the others use units with ħ²/m = 1
     step : initial side of the brute-force displacement cube (system length unit)
     target_acceptance : acceptance the brute-force step is tuned to during equilibration
     drift_cap : limit the drift near divergences (Umrigar et al. 1993); exact either way
@@ -201,6 +203,7 @@ class VMC:
         self.drift_cap = bool(drift_cap)
         self.variant = variant_flags(green, accept_uniform, hard_core)
         self._p = system.kernel_params
+        self._hbar2_over_m = float(getattr(system, "hbar2_over_m", 1.0))
         self._kernels = kernels_for(type(system))
         self.recompute()
 
@@ -224,7 +227,8 @@ class VMC:
         energies = np.empty((n_sweeps if measure else 0, w.n_walkers))
         accepted = np.zeros(w.n_walkers, dtype=np.int64)
         self._kernels.sweeps(w.positions, w.caches, w.rng_states, self._p, n_sweeps,
-                     _BRUTE if self.sampler == "brute" else _DRIFT, self.step, self.dt, self.drift_cap,
+                     _BRUTE if self.sampler == "brute" else _DRIFT, self.step, self.dt * self._hbar2_over_m,
+                     self.drift_cap,
                      self.variant, energies, accepted)
         proposed = n_sweeps * w.n_walkers * w.n_particles
         return energies, (accepted.sum() / proposed if proposed else 0.0)

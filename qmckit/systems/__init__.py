@@ -1,9 +1,10 @@
 """Physical systems, one module each. ``make_system(name, **params)`` builds one by name."""
 from .atom import Atom, AtomParams
 from .bec import BosonParams, TrappedBosons
+from .helium import Helium, HeliumParams
 from .molecule import Molecule, MoleculeParams
 
-SYSTEMS = {"bec": TrappedBosons, "atom": Atom, "molecule": Molecule}
+SYSTEMS = {"bec": TrappedBosons, "atom": Atom, "molecule": Molecule, "helium": Helium}
 
 
 def make_system(name: str, **params):
@@ -15,4 +16,4 @@ def make_system(name: str, **params):
     return cls(**params)
 
 
-__all__ = ["SYSTEMS", "make_system", "TrappedBosons", "BosonParams", "Atom", "AtomParams", "Molecule", "MoleculeParams"]
+__all__ = ["SYSTEMS", "make_system", "TrappedBosons", "BosonParams", "Atom", "AtomParams", "Molecule", "MoleculeParams", "Helium", "HeliumParams"]

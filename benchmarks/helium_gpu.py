@@ -1,0 +1,379 @@
+#!/usr/bin/env python
+"""Liquid ⁴He on the GPU (study 004): twins, generation speed vs N, time-to-error, the sample run,
+load masking, and helium DMC on the host CPUs. One run on a lent GPU machine.
+
+Stages (each with a time budget; skipped, never truncated, when the budget is spent; the JSON is
+rewritten after every stage):
+
+  twins     the GPU generation kernel (shared and global memory, float64) against the CPU kernel on
+            the same walkers and streams (accept counts, streams, max |Δr|), float32 vs float64,
+            the GPU energy kernel against the CPU estimators, g(r) counts;
+  speed     time per macroupdate per chain (wall / (W · macroupdates), 004's Fig. 4 unit) for
+            N = 64 … 40960 on the GPU (float64 and float32, chain counts and block sizes scanned at
+            small N) and on the CPU in the same run (one thread with one chain; all cores with one
+            chain per core); pair evaluations per second, as a fraction of the roofline
+            peak FLOP/s / 30 flop per pair evaluation (minimum image, r², √, two divisions, powers;
+            √ and ÷ counted as one flop), peak from a measured FMA loop;
+  error     t σ² (s·mK²) of E/N vs N on the GPU (and the CPU at N = 512), with analysis every m;
+  sample    004's sample run (N = 1000, b = 3.07 Å, no tail, m = 4) on the GPU next to e.dat;
+  masking   load masking: N = 512, W chains on the GPU, fixed total macroupdates, CPU analysis
+            (energies + g(r) of every chain, numba on all cores) every m macroupdates, synchronous
+            and asynchronous (the kernel launch returns at once; the CPU analyses the previous
+            writeout while the GPU generates the next), total time vs m; t_G and t_A measured alone;
+  dmc       helium DMC on the host CPUs (qmckit.methods.dmc with the generic drift sweep): N = 64,
+            time-step series, tail-corrected E/N.
+
+Usage
+  python benchmarks/helium_gpu.py --out DIR [--budget 540] [--stages twins,speed,...]
+  NUMBA_ENABLE_CUDASIM=1 python benchmarks/helium_gpu.py --smoke --out /tmp/x   # no GPU: tiny sizes
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+for path in (str(REPO), str(REPO / "benchmarks")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import numba  # noqa: E402
+
+from bec_throughput import Budget, cpu_info, device_info  # noqa: E402
+from qmckit import rng  # noqa: E402
+from qmckit.backends import helium_chains as hc  # noqa: E402
+from qmckit.studies import helium4  # noqa: E402
+from qmckit.systems import helium  # noqa: E402
+
+warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
+warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
+warnings.filterwarnings("ignore", message="reblock")
+
+FLOP_PER_PAIR = 30
+K20_MS_40960 = 418.0
+
+
+def log(*args):
+    print(*args, flush=True)
+
+
+def stage(name, budget, results, out_path, fn):
+    if budget.left() <= 5:
+        results.setdefault("skipped", []).append(name)
+        log(f"[{name}] skipped: budget spent")
+        return
+    start = time.perf_counter()
+    log(f"[{name}] start ({budget.left():.0f} s left)")
+    try:
+        fn()
+    except Exception:  # noqa: BLE001
+        results.setdefault("errors", {})[name] = traceback.format_exc()
+        log(f"[{name}] FAILED\n{traceback.format_exc()}")
+    results.setdefault("stage_s", {})[name] = time.perf_counter() - start
+    out_path.write_text(json.dumps(results, indent=1, default=float))
+
+
+def measured_peak(cuda, single: bool) -> float:
+    """FLOP/s of a long dependent-free FMA loop (8 independent chains per thread), all SMs busy."""
+    dtype = np.float32 if single else np.float64
+
+    @cuda.jit
+    def fma_loop(out, coef, n):
+        # every operand comes from arrays of the working dtype: a float literal would promote a
+        # float32 loop to float64
+        t = cuda.grid(1)
+        b = coef[0]
+        c = coef[1]
+        a0 = out[t]
+        a1 = a0 + c
+        a2 = a1 + c
+        a3 = a2 + c
+        a4 = a3 + c
+        a5 = a4 + c
+        a6 = a5 + c
+        a7 = a6 + c
+        for _ in range(n):
+            a0 = a0 * b + c
+            a1 = a1 * b + c
+            a2 = a2 * b + c
+            a3 = a3 * b + c
+            a4 = a4 * b + c
+            a5 = a5 * b + c
+            a6 = a6 * b + c
+            a7 = a7 * b + c
+        out[t] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    threads, blocks, n = 256, sms * 32, 4096
+    out = cuda.to_device(np.ones(threads * blocks, dtype=dtype))
+    coef = cuda.to_device(np.array([0.999, 1e-7], dtype=dtype))
+    fma_loop[blocks, threads](out, coef, 16)
+    cuda.synchronize()
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        fma_loop[blocks, threads](out, coef, n)
+        cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return 2.0 * 8 * n * threads * blocks / min(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--budget", type=float, default=540.0)
+    ap.add_argument("--stages", default="twins,speed,error,sample,bscan,masking,dmc")
+    ap.add_argument("--dmc-plan", default="64:0.002,0.001,0.0005", help="N:dt,dt,…;N:… for the dmc stage")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (CUDA simulator)")
+    ap.add_argument("--tag", default="h100")
+    args = ap.parse_args(argv)
+    from numba import cuda
+
+    budget = Budget(args.budget)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    date = datetime.date.today().isoformat()
+    out_path = out_dir / f"helium_gpu_{args.tag}_{date}.json"
+    smoke = args.smoke
+    results = {"date": date, "device": device_info(cuda), "cpu": cpu_info(), "smoke": smoke,
+               "numba": numba.__version__, "flop_per_pair_evaluation": FLOP_PER_PAIR}
+    stages = set(args.stages.split(","))
+    cores = os.cpu_count() or 1
+
+    def twins():
+        rows = []
+        for n in ((20,) if smoke else (64, 1000, 4096)):
+            system = helium.Helium(n=n)
+            W = 2 if smoke else 8
+            pos = system.initial_positions(W, np.random.default_rng(n))
+            states = rng.seed_states(n + 1, W)
+            sigma = hc.step_for_acceptance(0.37)
+            cpu = hc.HeliumChainsCPU(system, pos, states, sigma)
+            macro = 1 if smoke or n > 1000 else 3
+            cpu.generate(macro)
+            for memory in ("shared", "global"):
+                for threads in ((32,) if smoke else (32, 128)):
+                    gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory=memory)
+                    gpu.generate(macro)
+                    rows.append({"n": n, "memory": memory, "threads": threads, "macro": macro,
+                                 "accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
+                                 "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
+                                 "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())})
+                    log(rows[-1])
+            single = hc.HeliumChains(system, pos, states, sigma, dtype=np.float32)
+            single.generate(macro)
+            e_gpu = hc.HeliumChains(system, cpu.positions(), states, sigma).energies()
+            e_cpu = system.measure(cpu.positions())
+            rows.append({"n": n, "float32_max_dpos": float(np.abs(single.positions() - cpu.positions()).max()),
+                         "float32_accept_mismatch": int(np.abs(single.accepted.copy_to_host() - cpu.accepted).sum()),
+                         "energy_max_rel": float(np.abs(e_gpu - e_cpu).max() / np.abs(e_cpu).max())})
+            log(rows[-1])
+        results["twins"] = rows
+
+    def speed():
+        sizes = (32, 64) if smoke else (64, 128, 256, 512, 1000, 1952, 4096, 10240, 40960)
+        sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
+        peaks = {"float64": 1e9, "float32": 1e9} if smoke else \
+            {"float64": measured_peak(cuda, False), "float32": measured_peak(cuda, True)}
+        results["measured_peak_flops"] = peaks
+        log("measured peak FLOP/s", peaks)
+        gpu_rows, cpu_rows = [], []
+        for n in sizes:
+            if budget.left() < 60 and not smoke:
+                break
+            # macroupdates per timing: ~0.05–0.3 s of GPU work
+            n_macro = 1 if smoke else max(1, int(2e9 / (2.0 * n * n * sms * 8)))
+            for dtype in (np.float64, np.float32):
+                best = None
+                if smoke:
+                    plans = [(2, 32)]
+                elif n <= 1952:
+                    plans = [(sms * k, t) for k in (8, 16, 32) for t in (32, 64, 128, 256) if t <= max(64, n // 2)]
+                elif n <= 10240:
+                    plans = [(sms * k, t) for k in (1, 2, 4) for t in (256, 512)]
+                else:
+                    plans = [(sms, 512), (2 * sms, 512)]  # 1024 threads exceed the register budget
+                for walkers, threads in plans:
+                    try:
+                        r = helium4.time_generation(n, walkers, backend="cuda", n_macro=n_macro,
+                                                    repeats=1 if smoke else 3, threads=threads, dtype=dtype)
+                    except Exception as exc:  # noqa: BLE001
+                        log(f"  n={n} W={walkers} T={threads} {np.dtype(dtype).name}: {exc!r}")
+                        continue
+                    r["dtype"] = np.dtype(dtype).name
+                    r["roofline_fraction"] = r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[r["dtype"]]
+                    if best is None or r["s_per_macroupdate_per_chain"] < best["s_per_macroupdate_per_chain"]:
+                        best = r
+                    log(f"  gpu n={n} W={walkers} T={threads} {r['dtype']}: "
+                        f"{1e3 * r['s_per_macroupdate_per_chain']:.4f} ms/macro/chain, "
+                        f"{r['pair_evaluations_per_s']:.3e} pair/s ({100 * r['roofline_fraction']:.1f} %)")
+                if best is not None:
+                    best["scanned"] = len(plans)
+                    gpu_rows.append(best)
+            if n <= (64 if smoke else 4096):
+                for threads, walkers in ((1, 1), (cores, cores)):
+                    numba.set_num_threads(threads)
+                    r = helium4.time_generation(n, walkers, backend="cpu", n_macro=1 if n >= 1000 else 4,
+                                                repeats=1 if smoke else 3)
+                    r["threads"] = threads
+                    cpu_rows.append(r)
+                    log(f"  cpu n={n} threads={threads}: {1e3 * r['s_per_macroupdate_per_chain']:.4f} ms/macro/chain")
+                numba.set_num_threads(cores)
+            results["speed"] = {"gpu": gpu_rows, "cpu": cpu_rows}
+            out_path.write_text(json.dumps(results, indent=1, default=float))
+
+    def error():
+        rows = []
+        best = {(r["n"], r["dtype"]): r for r in results.get("speed", {}).get("gpu", [])}
+        for n in ((20,) if smoke else (64, 256, 512, 1000, 1952)):
+            for dtype in (np.float64, np.float32):
+                ref = best.get((n, np.dtype(dtype).name))
+                walkers = ref["walkers"] if ref else (2 if smoke else 1056)
+                threads = ref.get("threads") if ref else 32
+                for m in ((1,) if smoke else (1, 4) if n <= 512 else (4,)):
+                    r = helium4.time_to_error(n, walkers, backend="cuda", m=m, analyses=20 if smoke else 100,
+                                              equilibration=5 if smoke else 100, threads=threads, dtype=dtype)
+                    r["dtype"] = np.dtype(dtype).name
+                    rows.append(r)
+                    log(f"  n={n} {r['dtype']} m={m} W={walkers}: tσ² = {r['t_sigma2_s_mK2']:.3g} s·mK², "
+                        f"E/N = {r['energy_per_particle']['mean']:.4f}({r['energy_per_particle']['error']:.4f})")
+        if not smoke:
+            numba.set_num_threads(cores)
+            r = helium4.time_to_error(512, cores, backend="cpu", m=4, analyses=60, equilibration=20)
+            r["threads"] = cores
+            rows.append(r)
+            log(f"  cpu n=512 all cores: tσ² = {r['t_sigma2_s_mK2']:.3g} s·mK²")
+        results["time_to_error"] = rows
+
+    def sample():
+        best = {(r["n"], r["dtype"]): r for r in results.get("speed", {}).get("gpu", [])}
+        ref = best.get((1000, "float64"))
+        walkers = 2 if smoke else (ref["walkers"] if ref else 1056)
+        threads = (ref or {}).get("threads", 128 if not smoke else 32)
+        r = helium4.sample_run("cuda", walkers=walkers, analyses=3 if smoke else 400, m=4,
+                               equilibration=1 if smoke else 300, n=20 if smoke else 1000, threads=threads)
+        r["comparison"] = helium4.compare_sample_run(r)
+        results["sample_run"] = r
+        for row in r["comparison"]:
+            log(f"  {row['observable']}: {row['mean']:.4f}({row['error']:.4f}) vs {row['published']} "
+                f"({row['pull']:+.1f}σ)")
+
+    def bscan():
+        """V/N and T/N of the sample run depend on b even where E/N is stationary: which b gives e.dat's?"""
+        best = {(r["n"], r["dtype"]): r for r in results.get("speed", {}).get("gpu", [])}
+        ref = best.get((1000, "float64")) or {}
+        rows = []
+        for b in ((3.07,) if smoke else (3.04, 3.055, 3.065, 3.07, 3.075, 3.085, 3.10)):
+            r = helium4.sample_run("cuda", walkers=2 if smoke else 1056, analyses=3 if smoke else 100,
+                                   m=4, equilibration=1 if smoke else 150, n=20 if smoke else 1000, b=b,
+                                   threads=ref.get("threads", 32 if smoke else 128))
+            rows.append({"b": b, "acceptance": r["acceptance"], "estimates": r["estimates"], "wall_s": r["wall_s"]})
+            e = r["estimates"]
+            log(f"  b={b}: E/N {e['energy_per_particle']['mean']:.4f}({e['energy_per_particle']['error']:.4f}) "
+                f"V/N {e['potential_energy_per_particle']['mean']:.4f} T/N {e['kinetic_energy_per_particle']['mean']:.4f} "
+                f"acc {r['acceptance']:.3f}")
+        results["sample_b_scan"] = rows
+
+    def masking():
+        n = 20 if smoke else 512
+        walkers = 2 if smoke else 8
+        total = 4 if smoke else 840
+        system = helium.Helium(n=n)
+        chains = helium4.make_chains(system, walkers, seed=4, backend="cuda", threads=32 if smoke else 128)
+        chains.generate(2)
+        chains.synchronize()
+
+        def analyse(positions):
+            system.measure(positions)
+            helium.pair_distribution(positions, system.box, bins=100)
+
+        analyse(chains.positions())
+        # t_G and t_A alone
+        t0 = time.perf_counter()
+        chains.generate(10)
+        chains.synchronize()
+        t_g = (time.perf_counter() - t0) / 10
+        conf = chains.positions()
+        t0 = time.perf_counter()
+        for _ in range(5):
+            analyse(conf)
+        t_a = (time.perf_counter() - t0) / 5
+        rows = []
+        divisors = [m for m in range(1, total + 1) if total % m == 0]
+        for m in divisors:
+            for mode in ("sync", "async"):
+                writeouts = total // m
+                t0 = time.perf_counter()
+                t_analyse = 0.0
+                prev = None
+                for _ in range(writeouts):
+                    chains.generate(m)
+                    if mode == "sync":
+                        conf = chains.positions()  # waits for the kernel
+                        ta = time.perf_counter()
+                        analyse(conf)
+                        t_analyse += time.perf_counter() - ta
+                    else:
+                        if prev is not None:
+                            ta = time.perf_counter()
+                            analyse(prev)
+                            t_analyse += time.perf_counter() - ta
+                        prev = chains.positions()
+                if mode == "async" and prev is not None:
+                    analyse(prev)
+                total_s = time.perf_counter() - t0
+                rows.append({"m": m, "mode": mode, "writeouts": writeouts, "total_s": total_s,
+                             "analyse_s": t_analyse})
+            log(f"  m={m}: sync {rows[-2]['total_s']:.3f} s, async {rows[-1]['total_s']:.3f} s")
+            if budget.left() < 30 and not smoke:
+                break
+        results["masking"] = {"n": n, "walkers": walkers, "total_macroupdates": total, "t_G_s": t_g,
+                              "t_A_s": t_a, "alpha": t_a / t_g, "rows": rows}
+        log(f"  t_G = {t_g:.4g} s per macroupdate (all chains), t_A = {t_a:.4g} s, α = {t_a / t_g:.1f}")
+
+    def dmc():
+        from qmckit.runs import RunConfig, make_run
+
+        numba.set_num_threads(cores)
+        rows = []
+        plan = [(16, (0.004,))] if smoke else [
+            (int(part.split(":")[0]), tuple(float(x) for x in part.split(":")[1].split(",")))
+            for part in args.dmc_plan.split(";")]
+        for n, dt in ((n, dt) for n, dts in plan for dt in dts):
+            if budget.left() < 40 and not smoke:
+                break
+            cfg = RunConfig(system="helium", params={"n": n}, method="dmc", sampler="drift", dt=dt,
+                            walkers=20 if smoke else 512, steps=20 if smoke else int(4.0 / dt),
+                            equilibration=20 if smoke else 200, seed=17)
+            t0 = time.perf_counter()
+            r = make_run(cfg).run()
+            est = r["estimates"]["energy_per_particle"]
+            rows.append({"n": n, "dt": dt, "walkers": cfg.walkers, "steps": cfg.steps, "estimate": est,
+                         "acceptance": r["acceptance"], "wall_s": time.perf_counter() - t0,
+                         "energy_cut": r.get("energy_cut")})
+            log(f"  DMC N={n} dt={dt}: E/N = {est['mean']:.4f}({est['error']:.4f}) K, acc {r['acceptance']:.3f}, "
+                f"{rows[-1]['wall_s']:.0f} s")
+            results["dmc"] = rows
+            out_path.write_text(json.dumps(results, indent=1, default=float))
+
+    for name, fn in (("twins", twins), ("speed", speed), ("error", error), ("sample", sample), ("bscan", bscan),
+                     ("masking", masking), ("dmc", dmc)):
+        if name in stages:
+            stage(name, budget, results, out_path, fn)
+    results["total_s"] = budget.elapsed()
+    out_path.write_text(json.dumps(results, indent=1, default=float))
+    log(f"written {out_path}")
+
+
+if __name__ == "__main__":
+    main()

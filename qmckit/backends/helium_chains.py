@@ -1,0 +1,613 @@
+"""Study 004's Metropolis generation for liquid ⁴He: the CPU kernel and the GPU kernel (its twin).
+
+One *microupdate* picks a random atom j, proposes r_j → r_j + δ (δ Gaussian, σ per component, in Å)
+and accepts with probability min(1, exp 2Σ_{i≠j}[u(|r_j + δ − r_i|) − u(|r_j − r_i|)]), u the McMillan
+pseudo-potential of :mod:`qmckit.systems.helium`; a *macroupdate* is N microupdates. Random numbers per
+microupdate, from the walker's own xoroshiro128+ stream (:mod:`qmckit.rng`), in this order: one
+uniform for j = ⌊uN⌋, two Box–Muller pairs for δ (the fourth normal is discarded) and one uniform for
+the decision. Positions stay wrapped into [0, L)³.
+
+Only the pair sum is computed: no gradients, no energy (those are separate analysis kernels, as in
+004). The CPU kernel (:func:`generate_cpu`) runs walkers in parallel and releases the GIL, so a
+generator thread can run it while another thread analyses (load masking, :mod:`qmckit.perf`).
+
+GPU design (:class:`HeliumChains`), after 004 §4 with today's hardware:
+
+* one thread block per walker (Markov chain); the walker's coordinates are loaded once into shared
+  memory and stay there for the whole launch (a persistent loop over ``n_macro`` × N microupdates,
+  no relaunch per move). When 3N coordinates do not fit (N ≳ 9000 in float64, 18000 in float32 on
+  an H100's 227 KB), a global-memory path keeps them in the walker's slice of global memory (L1/L2
+  cached);
+* the T threads of the block split the N pair terms (atom i goes to thread i mod T);
+* the block sum uses warp shuffles and one shared slot per warp, with ``syncthreads`` barriers —
+  never 004's warp-synchronous reduction, which assumes lockstep execution and races on Volta and
+  later;
+* thread 0 draws the random numbers (on-device, the CPU's generator compiled for the GPU by
+  :mod:`qmckit.backends.cuda_rng`), decides, moves the atom, and draws the next proposal; two
+  barriers per microupdate;
+* float64 or float32 coordinates and pair sums (the random numbers are float64 either way).
+
+The analysis kernels (``energies``: V, Σ∇² ln ψ, Σ|∇ ln ψ|² per walker; ``pair_histogram``: g(r)
+counts) use the same one-block-per-walker layout. Same walkers and states give the CPU kernel's
+chain: the same accept/reject decisions and positions to round-off (the block's summation order and
+FMA contraction differ from the CPU's sequential sum), checked in ``tests/test_helium_chains.py``
+under the simulator and by ``benchmarks/helium_gpu.py`` on a GPU.
+
+Importing this module never needs CUDA.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import types
+
+import numba as nb
+import numpy as np
+
+from .. import rng as _rng
+from ..systems import helium as _helium
+
+cuda = None  # numba.cuda, imported on first use
+
+
+def _cuda():
+    global cuda
+    if cuda is None:
+        from numba import cuda as _numba_cuda
+
+        cuda = _numba_cuda
+    return cuda
+
+
+# --------------------------------------------------------------------------------------------
+# the pair term, written once and compiled for the CPU and the GPU
+# --------------------------------------------------------------------------------------------
+def _nearest(x, magic):
+    """The nearest integer to x as a float, in x's own precision: (x + M) − M with M = 1.5·2^52
+    (float64) or 1.5·2^23 (float32) rounds to nearest for |x| < 2^51 (2^22). The CPU twin binds
+    np.rint instead (its fastmath would fold the two additions)."""
+    return (x + magic) - magic
+
+
+def _u_cut(r2, box, half2, b5, u_shift, half, one):
+    """u(r) from r² (0 beyond L/2): −½b⁵(r⁻⁵ + (L − r)⁻⁵) + b⁵(2/L)⁵.
+
+    One division gives both inverses (q = 1/(r(L − r)), 1/r = (L − r)q, 1/(L − r) = rq): divisions
+    and square roots, not multiplications, bound this function on a GPU. Branch-free (a select), so
+    CPU loops vectorise. ``half`` and ``one`` are 0.5 and 1 in the working precision, so that a
+    float32 kernel is not promoted to float64 by literals.
+    """
+    r = math.sqrt(r2)
+    rest = box - r
+    q = one / (r * rest)
+    s = rest * q
+    t = r * q
+    s2 = s * s
+    t2 = t * t
+    value = u_shift - half * b5 * (s2 * s2 * s + t2 * t2 * t)
+    return value if r2 < half2 else u_shift - u_shift
+
+
+def _pair_change(xo, yo, zo, xn, yn, zn, xi, yi, zi, box, inv_box, half2, b5, u_shift, half, one, magic):
+    """u(|r_new − r_i|) − u(|r_old − r_i|) with minimum images."""
+    dx = xo - xi
+    dy = yo - yi
+    dz = zo - zi
+    dx -= box * _nearest(dx * inv_box, magic)
+    dy -= box * _nearest(dy * inv_box, magic)
+    dz -= box * _nearest(dz * inv_box, magic)
+    old = _u_cut(dx * dx + dy * dy + dz * dz, box, half2, b5, u_shift, half, one)
+    dx = xn - xi
+    dy = yn - yi
+    dz = zn - zi
+    dx -= box * _nearest(dx * inv_box, magic)
+    dy -= box * _nearest(dy * inv_box, magic)
+    dz -= box * _nearest(dz * inv_box, magic)
+    new = _u_cut(dx * dx + dy * dy + dz * dz, box, half2, b5, u_shift, half, one)
+    return new - old
+
+
+MAGIC = {np.dtype(np.float64): 1.5 * 2.0 ** 52, np.dtype(np.float32): 1.5 * 2.0 ** 23}
+
+
+def _compiled(functions, decorate, **bound):
+    """Compile plain functions with ``decorate``, binding the names they call to the compiled twins
+    (and any name in ``bound`` to the object given)."""
+    namespace = dict(globals())
+    namespace.update(bound)
+    out = {}
+    for f in functions:
+        out[f.__name__] = namespace[f.__name__] = decorate(types.FunctionType(f.__code__, namespace, f.__name__))
+    return out
+
+
+# fastmath lets LLVM vectorise the pair loop; a zero distance never reaches _u_cut (j ≠ i is masked)
+_pair_change_cpu = _compiled((_u_cut, _pair_change), nb.njit(inline="always", fastmath=True),
+                             _nearest=nb.njit(inline="always")(lambda x, magic: np.rint(x)))["_pair_change"]
+
+
+def chain_constants(box: float, b: float):
+    """(L, 1/L, (L/2)², b⁵, b⁵(2/L)⁵): the numbers every generation kernel needs."""
+    b5 = b ** 5
+    return float(box), 1.0 / box, 0.25 * box * box, b5, b5 * (2.0 / box) ** 5
+
+
+# --------------------------------------------------------------------------------------------
+# CPU kernel
+# --------------------------------------------------------------------------------------------
+@nb.njit(cache=True, inline="always")
+def _propose(states, w, n, sigma):
+    j = min(int(_rng.uniform(states, w) * n), n - 1)
+    z0, z1 = _rng.normal_pair(states, w)
+    z2, _ = _rng.normal_pair(states, w)
+    return j, sigma * z0, sigma * z1, sigma * z2
+
+
+@nb.njit(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath=True)
+def generate_cpu(positions, states, box, inv_box, half2, b5, u_shift, n_macro, sigma, accepted):
+    """``n_macro`` macroupdates (N microupdates each) of every walker, in place.
+
+    positions (W, N, 3) float64 in Å inside [0, L)³; states (W, 2) uint64; accepted (W,) int64
+    (incremented by the accepted microupdates).
+    """
+    W, N, _ = positions.shape
+    for w in nb.prange(W):
+        X = np.ascontiguousarray(positions[w, :, 0])
+        Y = np.ascontiguousarray(positions[w, :, 1])
+        Z = np.ascontiguousarray(positions[w, :, 2])
+        n_acc = 0
+        for _ in range(n_macro * N):
+            j, dx, dy, dz = _propose(states, w, N, sigma)
+            xo, yo, zo = X[j], Y[j], Z[j]
+            xn = xo + dx
+            yn = yo + dy
+            zn = zo + dz
+            total = 0.0
+            for i in range(N):
+                other = i != j  # branch-free: i = j gets a harmless dummy position and weight 0
+                total += (1.0 if other else 0.0) * _pair_change_cpu(
+                    xo, yo, zo, xn, yn, zn, X[i] if other else xo + 0.5 * box, Y[i], Z[i], box, inv_box, half2, b5, u_shift,
+                    0.5, 1.0, 0.0)
+            xi = _rng.uniform(states, w)
+            if xi < math.exp(min(2.0 * total, 0.0)):
+                X[j] = xn - box * math.floor(xn / box)
+                Y[j] = yn - box * math.floor(yn / box)
+                Z[j] = zn - box * math.floor(zn / box)
+                n_acc += 1
+        for i in range(N):
+            positions[w, i, 0] = X[i]
+            positions[w, i, 1] = Y[i]
+            positions[w, i, 2] = Z[i]
+        accepted[w] += n_acc
+
+
+def step_for_acceptance(acceptance: float, density: float = _helium.EQUILIBRIUM_DENSITY) -> float:
+    """A starting σ (Å per component) for a target acceptance, from study 004 notes' Table 2.1
+    (b = 3.07 Å, ρ = 0.02186 Å⁻³; σ = 0.81 Å gives 0.372), scaled by ρ^(−1/3)."""
+    table_sigma = np.array([0.50, 0.60, 0.70, 0.75, 0.80, 0.85, 0.90, 1.00])
+    table_acc = np.array([0.554, 0.490, 0.435, 0.406, 0.377, 0.360, 0.335, 0.303])
+    sigma = float(np.interp(-acceptance, -table_acc, table_sigma))
+    return sigma * (_helium.EQUILIBRIUM_DENSITY / density) ** (1.0 / 3.0)
+
+
+class HeliumChainsCPU:
+    """W independent Metropolis chains of ``system`` (a :class:`~qmckit.systems.helium.Helium`) on the CPU.
+
+    The host-side twin of :class:`HeliumChains` with the same methods: ``generate``, ``positions``,
+    ``energies``, ``acceptance``.
+    """
+
+    backend = "cpu"
+
+    def __init__(self, system, positions, states, sigma: float):
+        self.system = system
+        self._positions = np.ascontiguousarray(positions, dtype=np.float64).copy()
+        box = system.box
+        self._positions -= box * np.floor(self._positions / box)
+        self.states = np.ascontiguousarray(states, dtype=np.uint64).copy()
+        self.sigma = float(sigma)
+        self.constants = chain_constants(box, system.params.b)
+        self.accepted = np.zeros(len(self._positions), dtype=np.int64)
+        self.proposed = 0
+
+    def generate(self, n_macro: int) -> None:
+        generate_cpu(self._positions, self.states, *self.constants, int(n_macro), self.sigma, self.accepted)
+        self.proposed += int(n_macro) * self._positions.shape[1]
+
+    def positions(self) -> np.ndarray:
+        return self._positions.copy()
+
+    def energies(self) -> np.ndarray:
+        """(W, 4) whole-walker E_L, V, T_lap, T_grad in K (as :meth:`Helium.measure`)."""
+        return self.system.measure(self._positions)
+
+    @property
+    def acceptance(self) -> float:
+        return float(self.accepted.sum() / max(1, self.proposed * len(self.accepted)))
+
+
+# --------------------------------------------------------------------------------------------
+# GPU kernels
+# --------------------------------------------------------------------------------------------
+def simulated() -> bool:
+    from . import cuda_bec
+
+    return cuda_bec.simulated()
+
+
+def available() -> bool:
+    from . import cuda_bec
+
+    return cuda_bec.available()
+
+
+@functools.lru_cache(maxsize=None)
+def kernels(single: bool) -> dict:
+    """The GPU kernels for float32 (``single``) or float64 coordinates and sums."""
+    import numba
+
+    c = _cuda()
+    from . import cuda_rng
+
+    kw = cuda_rng._DEVICE_KW
+    pair_change = _compiled((_nearest, _u_cut, _pair_change), c.jit(**kw))["_pair_change"]
+    magic = MAGIC[np.dtype(np.float32 if single else np.float64)]
+    potential_ns = dict(vars(_helium))
+    aziz = c.jit(**kw)(types.FunctionType(_helium.aziz_potential.py_func.__code__, potential_ns, "aziz_potential"))
+    uniform = cuda_rng.uniform
+    normal_pair = cuda_rng.normal_pair
+    real = numba.float32 if single else numba.float64
+    u64 = numba.uint64
+    FULL = 0xFFFFFFFF
+
+    @c.jit(**kw)
+    def block_sum_shuffle(value, sums):
+        """Sum of ``value`` over the block (every thread gets it): warp shuffles, one shared slot per
+        warp, two barriers."""
+        lane = cuda.threadIdx.x % 32
+        warp = cuda.threadIdx.x // 32
+        offset = 16
+        while offset > 0:
+            value += cuda.shfl_down_sync(FULL, value, offset)
+            offset //= 2
+        if lane == 0:
+            sums[warp] = value
+        cuda.syncthreads()
+        total = sums[0] * 0.0
+        for k in range((cuda.blockDim.x + 31) // 32):
+            total += sums[k]
+        cuda.syncthreads()  # sums may be reused right after
+        return total
+
+    @c.jit(**kw)
+    def block_sum_tree(value, sums):
+        """The same sum as a shared-memory tree (the simulator has no warp shuffles); log2(T) + 1 barriers."""
+        t = cuda.threadIdx.x
+        sums[t] = value
+        cuda.syncthreads()
+        stride = cuda.blockDim.x // 2
+        while stride > 0:
+            if t < stride:
+                sums[t] += sums[t + stride]
+            cuda.syncthreads()
+            stride //= 2
+        total = sums[0]
+        cuda.syncthreads()
+        return total
+
+    block_sum = block_sum_tree if simulated() else block_sum_shuffle
+    SLOTS = 1024 if simulated() else 32  # shared slots of the block sum
+
+    @c.jit(**kw)
+    def chain(X, Y, Z, st, box, inv_box, half2, b5, u_shift, n_micro, sigma, move, warp_sums, out,
+              m_write, w):
+        """The persistent loop of one walker; X, Y, Z are shared or global (N,) arrays."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        N = X.shape[0]
+        n_acc = 0
+        if t == 0:  # the first proposal
+            j = min(int(uniform(st, 0) * N), N - 1)
+            z0, z1 = normal_pair(st, 0)
+            z2, _ = normal_pair(st, 0)
+            move[0] = j
+            move[1] = sigma * z0
+            move[2] = sigma * z1
+            move[3] = sigma * z2
+        cuda.syncthreads()
+        write = 0
+        for k in range(n_micro):
+            j = int(move[0])
+            xo = X[j]
+            yo = Y[j]
+            zo = Z[j]
+            xn = xo + real(move[1])
+            yn = yo + real(move[2])
+            zn = zo + real(move[3])
+            part = real(0.0)
+            for i in range(t, N, T):
+                if i != j:
+                    part += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, b5, u_shift,
+                                        real(0.5), real(1.0), real(magic))
+            total = block_sum(part, warp_sums)
+            if t == 0:
+                xi = uniform(st, 0)
+                if xi < math.exp(min(2.0 * float(total), 0.0)):
+                    X[j] = xn - box * math.floor(xn / box)
+                    Y[j] = yn - box * math.floor(yn / box)
+                    Z[j] = zn - box * math.floor(zn / box)
+                    n_acc += 1
+                if k + 1 < n_micro:
+                    j = min(int(uniform(st, 0) * N), N - 1)
+                    z0, z1 = normal_pair(st, 0)
+                    z2, _ = normal_pair(st, 0)
+                    move[0] = j
+                    move[1] = sigma * z0
+                    move[2] = sigma * z1
+                    move[3] = sigma * z2
+            cuda.syncthreads()
+            if m_write > 0 and (k + 1) % m_write == 0 and write < out.shape[0]:
+                # a writeout: the configuration after every m_write microupdates (m macroupdates)
+                for i in range(t, N, T):
+                    out[write, w, 0, i] = X[i]
+                    out[write, w, 1, i] = Y[i]
+                    out[write, w, 2, i] = Z[i]
+                cuda.threadfence_system()
+                write += 1
+        return n_acc
+
+    @c.jit
+    def generate_shared(coords, states, box, inv_box, half2, b5, u_shift, n_micro, sigma, accepted, out, m_write):
+        """coords (W, 3, N); states (2, W) uint64; accepted (W,) int64; out (writeouts, W, 3, N)."""
+        w = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        N = coords.shape[2]
+        shared = cuda.shared.array(0, dtype=real)
+        X = shared[0:N]
+        Y = shared[N:2 * N]
+        Z = shared[2 * N:3 * N]
+        for i in range(t, N, cuda.blockDim.x):
+            X[i] = coords[w, 0, i]
+            Y[i] = coords[w, 1, i]
+            Z[i] = coords[w, 2, i]
+        warp_sums = cuda.shared.array(SLOTS, dtype=real)
+        move = cuda.shared.array(4, dtype=numba.float64)
+        st = cuda.local.array((1, 2), u64)
+        st[0, 0] = states[0, w]
+        st[0, 1] = states[1, w]
+        cuda.syncthreads()
+        n_acc = chain(X, Y, Z, st, real(box), real(inv_box), real(half2), real(b5), real(u_shift), n_micro, sigma, move,
+                      warp_sums, out, m_write, w)
+        cuda.syncthreads()
+        for i in range(t, N, cuda.blockDim.x):
+            coords[w, 0, i] = X[i]
+            coords[w, 1, i] = Y[i]
+            coords[w, 2, i] = Z[i]
+        if t == 0:
+            states[0, w] = st[0, 0]
+            states[1, w] = st[0, 1]
+            accepted[w] += n_acc
+
+    @c.jit
+    def generate_global(coords, states, box, inv_box, half2, b5, u_shift, n_micro, sigma, accepted, out, m_write):
+        """As ``generate_shared`` with the coordinates left in global memory (large N)."""
+        w = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        warp_sums = cuda.shared.array(SLOTS, dtype=real)
+        move = cuda.shared.array(4, dtype=numba.float64)
+        st = cuda.local.array((1, 2), u64)
+        st[0, 0] = states[0, w]
+        st[0, 1] = states[1, w]
+        cuda.syncthreads()
+        n_acc = chain(coords[w, 0], coords[w, 1], coords[w, 2], st, real(box), real(inv_box), real(half2),
+                      real(b5), real(u_shift), n_micro, sigma, move, warp_sums, out, m_write, w)
+        if t == 0:
+            states[0, w] = st[0, 0]
+            states[1, w] = st[0, 1]
+            accepted[w] += n_acc
+
+    @c.jit
+    def energies(coords, box, b5, with_potential, out):
+        """out[w] = (Σ_{i<j} V, Σ_i ∇_i² ln ψ, Σ_i |∇_i ln ψ|²) of walker w (float64 sums)."""
+        w = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        N = coords.shape[2]
+        half = 0.5 * box
+        warp_sums = cuda.shared.array(SLOTS, dtype=numba.float64)
+        v_sum = 0.0
+        lap = 0.0
+        grad2 = 0.0
+        for i in range(t, N, cuda.blockDim.x):
+            xi = float(coords[w, 0, i])
+            yi = float(coords[w, 1, i])
+            zi = float(coords[w, 2, i])
+            gx = 0.0
+            gy = 0.0
+            gz = 0.0
+            for j in range(N):
+                if j == i:
+                    continue
+                dx = xi - float(coords[w, 0, j])
+                dy = yi - float(coords[w, 1, j])
+                dz = zi - float(coords[w, 2, j])
+                dx -= box * math.floor(dx / box + 0.5)
+                dy -= box * math.floor(dy / box + 0.5)
+                dz -= box * math.floor(dz / box + 0.5)
+                r = math.sqrt(dx * dx + dy * dy + dz * dz)
+                if r >= half:
+                    continue
+                if with_potential:
+                    v_sum += 0.5 * aziz(r)
+                s = 1.0 / r
+                q = 1.0 / (box - r)
+                s2 = s * s
+                q2 = q * q
+                cr = 2.5 * b5 * (s2 * s2 * s2 - q2 * q2 * q2) * s
+                lap += -15.0 * b5 * (s2 * s2 * s2 * s + q2 * q2 * q2 * q) + 2.0 * cr
+                gx += cr * dx
+                gy += cr * dy
+                gz += cr * dz
+            grad2 += gx * gx + gy * gy + gz * gz
+        v_total = block_sum(v_sum, warp_sums)
+        lap_total = block_sum(lap, warp_sums)
+        g_total = block_sum(grad2, warp_sums)
+        if t == 0:
+            out[w, 0] = v_total
+            out[w, 1] = lap_total
+            out[w, 2] = g_total
+
+    @c.jit
+    def pair_histogram(coords, box, r_max, counts):
+        """counts[w, k] += pairs i < j of walker w with minimum-image distance in bin k of [0, r_max)."""
+        w = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        N = coords.shape[2]
+        bins = counts.shape[1]
+        hist = cuda.shared.array(1024, dtype=numba.int32)
+        for k in range(t, bins, cuda.blockDim.x):
+            hist[k] = 0
+        cuda.syncthreads()
+        scale = bins / r_max
+        for i in range(t, N, cuda.blockDim.x):
+            for j in range(i + 1, N):
+                dx = float(coords[w, 0, i] - coords[w, 0, j])
+                dy = float(coords[w, 1, i] - coords[w, 1, j])
+                dz = float(coords[w, 2, i] - coords[w, 2, j])
+                dx -= box * math.floor(dx / box + 0.5)
+                dy -= box * math.floor(dy / box + 0.5)
+                dz -= box * math.floor(dz / box + 0.5)
+                k = int(math.sqrt(dx * dx + dy * dy + dz * dz) * scale)
+                if k < bins:
+                    cuda.atomic.add(hist, k, 1)
+        cuda.syncthreads()
+        for k in range(t, bins, cuda.blockDim.x):
+            counts[w, k] += hist[k]
+
+    return {"generate_shared": generate_shared, "generate_global": generate_global, "energies": energies,
+            "pair_histogram": pair_histogram}
+
+
+SHARED_LIMIT_BYTES = 200 * 1024  # leave room below the H100's 227 KB per block
+DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
+
+
+def _opt_in_shared(dispatcher, args, nbytes: int):
+    """A specialisation of ``dispatcher`` for ``args`` allowed ``nbytes`` of dynamic shared memory.
+
+    Beyond 48 KB per block CUDA wants the kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES attribute raised;
+    numba-cuda has no public call for it, so this sets it through its driver binding.
+    """
+    from numba.cuda.cudadrv import driver as drv
+
+    spec = dispatcher.specialize(*args)
+    kernel = next(iter(spec.overloads.values()))
+    cufunc = kernel._codelibrary.get_cufunc()
+    attr = drv.binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    drv.driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
+    return spec
+
+
+class HeliumChains:
+    """W Metropolis chains of ``system`` on the GPU, one thread block of ``threads`` per chain.
+
+    positions (W, N, 3) in Å; states (W, 2) uint64 (one xoroshiro128+ stream per chain);
+    sigma: Gaussian step per component (Å); dtype float64 or float32; memory "auto" | "shared" |
+    "global" (where the coordinates live during a launch).
+    """
+
+    backend = "cuda"
+
+    def __init__(self, system, positions, states, sigma: float, threads: int | None = None, dtype=np.float64,
+                 memory: str = "auto"):
+        c = _cuda()
+        self.system = system
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float64, np.float32):
+            raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")
+        W, N, _ = np.shape(positions)
+        if threads is None:
+            threads = min(256, max(32, 32 * math.ceil(N / 4 / 32)))
+        if threads % 32 or not 32 <= threads <= 1024:
+            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
+        self.threads = int(threads)
+        bytes_needed = 3 * N * self.dtype.itemsize
+        if memory == "auto":
+            memory = "shared" if bytes_needed <= SHARED_LIMIT_BYTES else "global"
+        if memory not in ("shared", "global"):
+            raise ValueError(f"memory must be auto, shared or global, got {memory!r}")
+        if memory == "shared" and bytes_needed > SHARED_LIMIT_BYTES:
+            raise ValueError(f"memory shared: 3N coordinates need {bytes_needed} B > {SHARED_LIMIT_BYTES} B")
+        self.memory = memory
+        self.sigma = float(sigma)
+        self.constants = chain_constants(system.box, system.params.b)
+        box = system.box
+        host = np.asarray(positions, dtype=np.float64)
+        host = host - box * np.floor(host / box)
+        self.coords = c.to_device(np.ascontiguousarray(host.transpose(0, 2, 1)).astype(self.dtype))
+        self.states = c.to_device(np.ascontiguousarray(np.asarray(states, dtype=np.uint64).T))
+        self.accepted = c.to_device(np.zeros(W, dtype=np.int64))
+        self.proposed = 0
+        self._k = kernels(self.dtype == np.float32)
+        self._no_out = c.device_array((0, W, 3, N), dtype=self.dtype)
+        self.n_walkers, self.n_atoms = W, N
+        self._launchers = {}
+
+    def generate(self, n_macro: int, out=None, m_write: int = 0, stream=0) -> None:
+        """``n_macro`` macroupdates of every chain (asynchronous: returns at once on a real GPU).
+
+        ``out`` (writeouts, W, 3, N) in device or mapped host memory receives the configuration after
+        every ``m_write`` macroupdates (004's zero-copy writeouts when ``out`` is a mapped array).
+        """
+        out = self._no_out if out is None else out
+        n_micro = int(n_macro) * self.n_atoms
+        args = (self.coords, self.states, *self.constants, n_micro, self.sigma, self.accepted, out,
+                int(m_write) * self.n_atoms)
+        if self.memory == "shared":
+            shared_bytes = 3 * self.n_atoms * self.dtype.itemsize
+            kernel = self._k["generate_shared"]
+            if shared_bytes + 1024 > DEFAULT_SHARED_BYTES and not simulated():  # + the static shared arrays
+                key = type(out).__name__  # a specialisation per array kind (device or mapped)
+                if key not in self._launchers:
+                    self._launchers[key] = _opt_in_shared(kernel, args, shared_bytes)
+                kernel = self._launchers[key]
+            kernel[self.n_walkers, self.threads, stream, shared_bytes](*args)
+        else:
+            self._k["generate_global"][self.n_walkers, self.threads, stream](*args)
+        self.proposed += n_micro
+
+    def synchronize(self) -> None:
+        _cuda().synchronize()
+
+    def positions(self) -> np.ndarray:
+        """(W, N, 3) float64 positions on the host."""
+        return np.ascontiguousarray(self.coords.copy_to_host().transpose(0, 2, 1)).astype(np.float64)
+
+    def states_to_host(self) -> np.ndarray:
+        return np.ascontiguousarray(self.states.copy_to_host().T)
+
+    def energies(self) -> np.ndarray:
+        """(W, 4) whole-walker E_L, V, T_lap, T_grad in K, computed on the GPU (float64 sums)."""
+        c = _cuda()
+        p = self.system.params
+        raw = c.device_array((self.n_walkers, 3), dtype=np.float64)
+        self._k["energies"][self.n_walkers, self.threads](self.coords, self.system.box, p.b ** 5,
+                                                          p.potential != "none", raw)
+        v, lap, grad2 = raw.copy_to_host().T
+        v = v + self.system.tail * p.n
+        t_lap = -0.25 * p.hbar2_over_m * lap
+        t_grad = 0.5 * p.hbar2_over_m * grad2
+        return np.stack([v + 2.0 * t_lap - t_grad, v, t_lap, t_grad], axis=1)
+
+    def pair_counts(self, bins: int = 100, r_max: float | None = None) -> np.ndarray:
+        """(W, bins) pair counts over [0, r_max) (default L/2), for :func:`helium.pair_distribution`-style g(r)."""
+        if not 1 <= bins <= 1024:
+            raise ValueError(f"bins must be in [1, 1024], got {bins!r}")
+        c = _cuda()
+        r_max = 0.5 * self.system.box if r_max is None else float(r_max)
+        counts = c.to_device(np.zeros((self.n_walkers, bins), dtype=np.int64))
+        self._k["pair_histogram"][self.n_walkers, self.threads](self.coords, self.system.box, r_max, counts)
+        return counts.copy_to_host()
+
+    @property
+    def acceptance(self) -> float:
+        return float(self.accepted.copy_to_host().sum() / max(1, self.proposed * self.n_walkers))

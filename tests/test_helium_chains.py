@@ -1,0 +1,190 @@
+"""Study 004's generation kernels (qmckit.backends.helium_chains): the CPU kernel against exact
+recomputation, and the GPU kernels against the CPU twin under numba's CUDA simulator.
+
+The simulator work runs in ONE child process (this file run as a script with NUMBA_ENABLE_CUDASIM=1,
+because numba reads that variable at first import) that prints its measurements as JSON.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from qmckit import rng
+from qmckit.backends import helium_chains as hc
+from qmckit.systems import helium
+
+MARKER = "HELIUM_CHAINS_RESULTS="
+N_ATOMS, WALKERS, MACRO, SIGMA, SEED = 20, 2, 2, 0.8, 7
+
+
+def _start(n=N_ATOMS, walkers=WALKERS, b=3.07, seed=SEED):
+    system = helium.Helium(n=n, b=b)
+    positions = system.initial_positions(walkers, np.random.default_rng(seed))
+    return system, positions, rng.seed_states(seed + 1, walkers)
+
+
+# --------------------------------------------------------------------------------------------
+# child process (NUMBA_ENABLE_CUDASIM=1)
+# --------------------------------------------------------------------------------------------
+def _child() -> dict:
+    import warnings
+
+    warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
+    warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
+    from numba import cuda
+
+    out = {"simulated": hc.simulated(), "runs": {}}
+    system, positions, states = _start()
+    cpu = hc.HeliumChainsCPU(system, positions, states, SIGMA)
+    cpu.generate(MACRO)
+    for memory in ("shared", "global"):
+        gpu = hc.HeliumChains(system, positions, states, SIGMA, threads=32, memory=memory)
+        gpu.generate(MACRO)
+        out["runs"][memory] = {
+            "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max()),
+            "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
+            "accepted_gpu": gpu.accepted.copy_to_host().tolist(), "accepted_cpu": cpu.accepted.tolist()}
+    single = hc.HeliumChains(system, positions, states, SIGMA, threads=32, dtype=np.float32)
+    single.generate(1)
+    ref = hc.HeliumChainsCPU(system, positions, states, SIGMA)
+    ref.generate(1)
+    out["float32_max_dpos"] = float(np.abs(single.positions() - ref.positions()).max())
+    # writeouts every macroupdate into a host-visible array
+    gpu = hc.HeliumChains(system, positions, states, SIGMA, threads=32)
+    slots = cuda.to_device(np.full((MACRO, WALKERS, 3, N_ATOMS), -1.0))
+    gpu.generate(MACRO, out=slots, m_write=1)
+    written = slots.copy_to_host()
+    step = hc.HeliumChainsCPU(system, positions, states, SIGMA)
+    step.generate(1)
+    out["writeout_dpos"] = [float(np.abs(written[0].transpose(0, 2, 1) - step.positions()).max())]
+    step.generate(1)
+    out["writeout_dpos"].append(float(np.abs(written[1].transpose(0, 2, 1) - step.positions()).max()))
+    # analysis kernels on the generated configurations
+    final = cpu.positions()
+    gpu_e = hc.HeliumChains(system, final, states, SIGMA, threads=32)
+    out["energies_gpu"] = gpu_e.energies().tolist()
+    out["energies_cpu"] = system.measure(final).tolist()
+    counts = gpu_e.pair_counts(bins=30)
+    out["pair_counts_gpu"] = counts.sum(axis=0).tolist()
+    return out
+
+
+if __name__ == "__main__" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    print(MARKER + json.dumps(_child()))
+    sys.exit(0)
+
+
+@pytest.fixture(scope="module")
+def sim():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=900)
+    line = next((l for l in proc.stdout.splitlines() if l.startswith(MARKER)), None)
+    assert line is not None, f"simulator child failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    return json.loads(line[len(MARKER):])
+
+
+# --------------------------------------------------------------------------------------------
+# CPU kernel: exact
+# --------------------------------------------------------------------------------------------
+def test_pair_change_sum_equals_log_psi_difference():
+    system, positions, _ = _start()
+    R = positions[0] % system.box
+    constants = hc.chain_constants(system.box, system.params.b)
+    p = system.kernel_params
+    moved = R.copy()
+    moved[5] += (0.3, -0.7, 0.45)
+    total = sum(hc._pair_change_cpu(*R[5], *moved[5], *R[i], *constants, 0.5, 1.0, 0.0) for i in range(len(R)) if i != 5)
+    exact = helium.log_psi(moved, p) - helium.log_psi(R, p)
+    assert abs(total - exact) < 1e-11 * max(1.0, abs(exact))
+
+
+def test_cpu_chain_is_reproducible_and_stays_in_the_box():
+    system, positions, states = _start()
+    a = hc.HeliumChainsCPU(system, positions, states, SIGMA)
+    b = hc.HeliumChainsCPU(system, positions, states, SIGMA)
+    a.generate(3)
+    b.generate(1)
+    b.generate(2)
+    assert np.array_equal(a.positions(), b.positions()) and np.array_equal(a.states, b.states)
+    assert a.positions().min() >= 0 and a.positions().max() < system.box
+    assert 0.2 < a.acceptance < 0.7
+
+
+def test_ideal_gas_chain_accepts_every_move():
+    system, positions, states = _start(b=0.0)
+    chains = hc.HeliumChainsCPU(system, positions, states, 2.0)
+    chains.generate(2)
+    assert chains.acceptance == 1.0
+
+
+def test_cpu_chain_samples_the_same_distribution_as_the_vmc_driver():
+    """⟨V⟩/N from the generation kernel and from qmckit.methods.vmc (brute sampler), N = 32: within 4σ."""
+    from qmckit.stats import estimate
+
+    system = helium.Helium(n=32, b=3.07)
+    pos = system.initial_positions(8, np.random.default_rng(3))
+    chains = hc.HeliumChainsCPU(system, pos, rng.seed_states(4, 8), hc.step_for_acceptance(0.37))
+    chains.generate(100)
+    samples = []
+    for _ in range(600):
+        chains.generate(1)
+        samples.append(chains.energies()[:, 1].mean() / 32)
+    mine = estimate(np.array(samples))
+
+    from qmckit.runs import RunConfig, make_run
+
+    run = make_run(RunConfig(system="helium", params={"n": 32}, sampler="brute", step=2.8, target_acceptance=0.37,
+                             walkers=8, steps=600, equilibration=100, seed=5))
+    theirs = run.run()["estimates"]["potential_energy_per_particle"]
+    z = (mine.mean - theirs["mean"]) / math.hypot(mine.error, theirs["error"])
+    assert abs(z) < 4, (mine, theirs)
+
+
+def test_step_for_acceptance_reads_the_table():
+    assert abs(hc.step_for_acceptance(0.377) - 0.80) < 1e-12
+    assert hc.step_for_acceptance(0.30) > hc.step_for_acceptance(0.5)
+
+
+def test_bad_options_raise_clear_errors():
+    system, positions, states = _start()
+    with pytest.raises(ValueError, match="threads"):
+        hc.HeliumChains(system, positions, states, SIGMA, threads=48)
+
+
+# --------------------------------------------------------------------------------------------
+# GPU kernels: twins under the simulator
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("memory", ["shared", "global"])
+def test_gpu_generation_equals_cpu_twin(sim, memory):
+    run = sim["runs"][memory]
+    assert run["accepted_gpu"] == run["accepted_cpu"]
+    assert run["states_equal"]
+    assert run["max_dpos"] < 1e-12
+
+
+def test_gpu_float32_stays_close_to_float64(sim):
+    assert sim["float32_max_dpos"] < 1e-4
+
+
+def test_writeouts_hold_the_configuration_after_each_macroupdate(sim):
+    assert max(sim["writeout_dpos"]) < 1e-12
+
+
+def test_gpu_energy_kernel_equals_cpu_estimators(sim):
+    gpu, cpu = np.array(sim["energies_gpu"]), np.array(sim["energies_cpu"])
+    assert np.allclose(gpu, cpu, rtol=1e-10, atol=1e-9)
+
+
+def test_gpu_pair_histogram_counts_every_pair_inside_half_the_box(sim):
+    system, positions, states = _start()
+    chains = hc.HeliumChainsCPU(system, positions, states, SIGMA)
+    chains.generate(MACRO)
+    counts = np.zeros((WALKERS, 30))
+    helium._pair_histograms(chains.positions(), system.box, 0.5 * system.box, counts)
+    assert np.array_equal(np.array(sim["pair_counts_gpu"]), counts.sum(axis=0))
