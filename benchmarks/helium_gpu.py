@@ -136,6 +136,7 @@ def main(argv=None):
     ap.add_argument("--dmc-plan", default="64:0.002,0.001,0.0005", help="N:dt,dt,…;N:… for the dmc stage")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (CUDA simulator)")
     ap.add_argument("--tag", default="h100")
+    ap.add_argument("--sizes", default=None, help="comma-separated N for the speed stage (default 64 … 40960)")
     args = ap.parse_args(argv)
     from numba import cuda
 
@@ -182,6 +183,8 @@ def main(argv=None):
 
     def speed():
         sizes = (32, 64) if smoke else (64, 128, 256, 512, 1000, 1952, 4096, 10240, 40960)
+        if args.sizes:
+            sizes = tuple(int(x) for x in args.sizes.split(","))
         sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
         peaks = {"float64": 1e9, "float32": 1e9} if smoke else \
             {"float64": measured_peak(cuda, False), "float32": measured_peak(cuda, True)}

@@ -250,7 +250,19 @@ def kernels(single: bool) -> dict:
     from . import cuda_rng
 
     kw = cuda_rng._DEVICE_KW
-    pair_change = _compiled((_nearest, _u_cut, _pair_change), c.jit(**kw))["_pair_change"]
+    # float32 is the fast, approximate option: fastmath gives approximate division and square root
+    # (2 ulp) and flushes denormals. The nearest-integer of the minimum image then must not be the
+    # (x + M) − M trick, which reassociation would fold to x: on a GPU it is libdevice's rint.
+    fast = single and not simulated()
+    bound = {}
+    if not simulated():
+        from numba.cuda import libdevice
+
+        rint = libdevice.rintf if single else libdevice.rint
+        bound["_nearest"] = c.jit(**kw)(lambda x, magic: rint(x))
+    generation_kw = dict(kw, fastmath=True) if fast else kw
+    functions = (_u_cut, _pair_change) if bound else (_nearest, _u_cut, _pair_change)
+    pair_change = _compiled(functions, c.jit(**generation_kw), **bound)["_pair_change"]
     magic = MAGIC[np.dtype(np.float32 if single else np.float64)]
     potential_ns = dict(vars(_helium))
     aziz = c.jit(**kw)(types.FunctionType(_helium.aziz_potential.py_func.__code__, potential_ns, "aziz_potential"))
@@ -298,7 +310,7 @@ def kernels(single: bool) -> dict:
     block_sum = block_sum_tree if simulated() else block_sum_shuffle
     SLOTS = 1024 if simulated() else 32  # shared slots of the block sum
 
-    @c.jit(**kw)
+    @c.jit(**generation_kw)
     def chain(X, Y, Z, st, box, inv_box, half2, b5, u_shift, n_micro, sigma, move, warp_sums, out,
               m_write, w):
         """The persistent loop of one walker; X, Y, Z are shared or global (N,) arrays."""
@@ -356,7 +368,7 @@ def kernels(single: bool) -> dict:
                 write += 1
         return n_acc
 
-    @c.jit
+    @c.jit(fastmath=fast)
     def generate_shared(coords, states, box, inv_box, half2, b5, u_shift, n_micro, sigma, accepted, out, m_write):
         """coords (W, 3, N); states (2, W) uint64; accepted (W,) int64; out (writeouts, W, 3, N)."""
         w = cuda.blockIdx.x
@@ -388,7 +400,7 @@ def kernels(single: bool) -> dict:
             states[1, w] = st[0, 1]
             accepted[w] += n_acc
 
-    @c.jit
+    @c.jit(fastmath=fast)
     def generate_global(coords, states, box, inv_box, half2, b5, u_shift, n_micro, sigma, accepted, out, m_write):
         """As ``generate_shared`` with the coordinates left in global memory (large N)."""
         w = cuda.blockIdx.x
