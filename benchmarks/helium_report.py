@@ -5,6 +5,7 @@
 Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cores, 2026-11-22):
   helium_gpu_h100_final_2026-11-22.json     twins, speed, time-to-error (final kernel: float32 with fastmath)
   helium_gpu_sample_h100_2026-11-22.json    sample run (float64; same generation kernel in float64)
+  helium_sample_b3067_h100_2026-11-22.json  sample run at b = 3.067 Å (and 3.07 again), 4224 chains
   helium_gpu_masking_h100_2026-11-22.json   load masking (N = 512, 8 chains; previous kernel version)
   helium_bscan_dmc_h100_2026-11-22.json     sample-run b scan (GPU) and DMC series (host CPUs)
   helium_dmc_dt004_h100host_2026-11-22.json DMC N = 64 at Δτ = 0.004 K⁻¹ (host CPUs)
@@ -41,6 +42,7 @@ def build() -> dict:
         "helium_gpu_h100_final_2026-11-22", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_masking_h100_2026-11-22",
         "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
+    b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
     peaks = main["measured_peak_flops"]
     speed = []
     cpu = {(r["n"], r["threads"]): r for r in main["speed"]["cpu"]}
@@ -100,6 +102,8 @@ def build() -> dict:
                                                             "acceptance", "estimates", "wall_s")}
         | {"comparison": main["sample_run"]["comparison"]},
         "sample_b_scan": scan, "b_reproducing_edat": b_fit,
+        "sample_run_b3067": {k: b3067[k] for k in ("n", "b", "walkers", "analyses", "m", "equilibration", "acceptance",
+                                                   "estimates", "wall_s", "comparison")},
         "masking": {k: masking["masking"][k] for k in ("n", "walkers", "total_macroupdates", "t_G_s", "t_A_s", "alpha")}
         | {"m": ms.tolist(), "sync_s": sync.tolist(), "async_s": async_.tolist(),
            "sync_fit": {"a": inv.a, "a_err": inv.a_err, "b": inv.b, "b_err": inv.b_err},
@@ -168,7 +172,12 @@ def markdown(d: dict) -> str:
     bf = d["b_reproducing_edat"]
     out += ["", f"e.dat's V/N is reproduced at b = {bf['potential_energy_per_particle']:.4f} Å and its T/N at "
             f"b = {bf['kinetic_energy_per_particle']:.4f} Å: both say b ≈ 3.067 Å, 0.1 % below the printed 0.307 nm; "
-            "E/N is flat there, so it agrees at 3.07.", "", "## Load masking (N = 512, 8 chains, 840 macroupdates)", ""]
+            "E/N is flat there, so it agrees at 3.07. The same run at b = 3.067 Å:", "",
+            "| observable | qmckit (GPU), b = 3.067 Å | e.dat | pull |", "|---|---|---|---:|"]
+    for row in d["sample_run_b3067"]["comparison"]:
+        out.append(f"| {row['observable']} | {row['mean']:.4f}({1e4 * row['error']:.0f}) | "
+                   f"{row['published']:.4f}({1e4 * row['published_error']:.0f}) | {row['pull']:+.1f}σ |")
+    out += ["", "## Load masking (N = 512, 8 chains, 840 macroupdates)", ""]
     m = d["masking"]
     out += [f"t_G = {1e3 * m['t_G_s']:.3f} ms per macroupdate (all chains, GPU), t_A = {1e3 * m['t_A_s']:.2f} ms per "
             f"analysis (energies + g(r) of every chain on 16 CPU threads), α = t_A/t_G = {m['alpha']:.1f}. "
