@@ -170,7 +170,7 @@ def _packed(basis) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # kernels
 # --------------------------------------------------------------------------------------------
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def _ipow(x, n):
     """x**n for a small non-negative integer n (0**0 = 1)."""
     r = 1.0
@@ -179,68 +179,191 @@ def _ipow(x, n):
     return r
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def n_basis_of(packed):
     """Number of basis functions of a packed basis."""
     return int(packed[1])
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def eval_point(packed, x, y, z, val, grad, lap, order):
     """Every basis function at (x, y, z): values into ``val`` (n_basis,); with ``order`` ≥ 1 the
     gradients into ``grad`` (n_basis, 3); with ``order`` ≥ 2 the Laplacians into ``lap``
-    (n_basis,). Arrays not asked for are left alone (they may be dummies)."""
+    (n_basis,). Arrays not asked for are left alone (they may be dummies).
+
+    Shells of l = 0, 1, 2 are written out; higher l take a generic branch with loops and powers
+    (which gives the same numbers, bit for bit, for l ≤ 2 too). Two consecutive shells with the same
+    centre and exponents (the contractions of one general contraction, e.g. the 1s and 2s of
+    cc-pVXZ) share their exponentials. Everything is inline: a call with array arguments per shell
+    costs as much as the shell."""
     n_shells = int(packed[0])
     o = 2
     mu = 0
-    for _ in range(n_shells):
+    shared = False  # the radial sums of this shell were computed with the previous one
+    Rb = 0.0
+    R1b = 0.0
+    R2b = 0.0
+    for shell in range(n_shells):
         dx = x - packed[o]
         dy = y - packed[o + 1]
         dz = z - packed[o + 2]
         l = int(packed[o + 3])
         n_prim = int(packed[o + 4])
-        o += 5
         s = dx * dx + dy * dy + dz * dz
-        R = 0.0
-        R1 = 0.0
-        R2 = 0.0
-        for k in range(n_prim):
-            a = packed[o + 2 * k]
-            if a * s < EXPONENT_CUTOFF:
-                e = packed[o + 2 * k + 1] * math.exp(-a * s)
-                R += e
-                if order >= 1:
-                    R1 -= a * e
-                    if order >= 2:
-                        R2 += a * a * e
-        o += 2 * n_prim
-        for lx in range(l, -1, -1):
-            for ly in range(l - lx, -1, -1):
-                lz = l - lx - ly
-                px = _ipow(dx, lx)
-                py = _ipow(dy, ly)
-                pz = _ipow(dz, lz)
-                P = px * py * pz
-                val[mu] = P * R
-                if order >= 1:
-                    # ∂P/∂x etc. (zero when the power is 0)
-                    gx = lx * _ipow(dx, lx - 1) * py * pz if lx > 0 else 0.0
-                    gy = ly * px * _ipow(dy, ly - 1) * pz if ly > 0 else 0.0
-                    gz = lz * px * py * _ipow(dz, lz - 1) if lz > 0 else 0.0
-                    two_pr1 = 2.0 * P * R1
-                    grad[mu, 0] = gx * R + two_pr1 * dx
-                    grad[mu, 1] = gy * R + two_pr1 * dy
-                    grad[mu, 2] = gz * R + two_pr1 * dz
-                    if order >= 2:
-                        lap_p = 0.0
-                        if lx > 1:
-                            lap_p += lx * (lx - 1) * _ipow(dx, lx - 2) * py * pz
-                        if ly > 1:
-                            lap_p += ly * (ly - 1) * px * _ipow(dy, ly - 2) * pz
-                        if lz > 1:
-                            lap_p += lz * (lz - 1) * px * py * _ipow(dz, lz - 2)
-                        lap[mu] = lap_p * R + P * ((4.0 * l + 6.0) * R1 + 4.0 * s * R2)
-                mu += 1
+        q = o + 5 + 2 * n_prim  # offset of the next shell
+        if shared:
+            R = Rb
+            R1 = R1b
+            R2 = R2b
+            shared = False
+        else:
+            # does the next shell share centre and exponents?
+            pair = shell + 1 < n_shells and packed[q + 4] == packed[o + 4] and packed[q] == packed[o] \
+                and packed[q + 1] == packed[o + 1] and packed[q + 2] == packed[o + 2]
+            if pair:
+                for k in range(n_prim):
+                    if packed[q + 5 + 2 * k] != packed[o + 5 + 2 * k]:
+                        pair = False
+                        break
+            R = 0.0
+            R1 = 0.0
+            R2 = 0.0
+            Rb = 0.0
+            R1b = 0.0
+            R2b = 0.0
+            for k in range(n_prim):
+                a = packed[o + 5 + 2 * k]
+                if a * s < EXPONENT_CUTOFF:
+                    ex = math.exp(-a * s)
+                    e = packed[o + 6 + 2 * k] * ex
+                    R += e
+                    if order >= 1:
+                        R1 -= a * e
+                        if order >= 2:
+                            R2 += a * a * e
+                    if pair:
+                        e = packed[q + 6 + 2 * k] * ex
+                        Rb += e
+                        if order >= 1:
+                            R1b -= a * e
+                            if order >= 2:
+                                R2b += a * a * e
+            shared = pair
+        o = q
+        if l == 0:
+            val[mu] = R
+            if order >= 1:
+                two_pr1 = 2.0 * R1
+                grad[mu, 0] = two_pr1 * dx
+                grad[mu, 1] = two_pr1 * dy
+                grad[mu, 2] = two_pr1 * dz
+                if order >= 2:
+                    lap[mu] = 6.0 * R1 + 4.0 * s * R2
+            mu += 1
+        elif l == 1:  # x, y, z
+            val[mu] = dx * R
+            val[mu + 1] = dy * R
+            val[mu + 2] = dz * R
+            if order >= 1:
+                t = 2.0 * R1
+                tx = t * dx
+                ty = t * dy
+                tz = t * dz
+                grad[mu, 0] = R + tx * dx
+                grad[mu, 1] = tx * dy
+                grad[mu, 2] = tx * dz
+                grad[mu + 1, 0] = ty * dx
+                grad[mu + 1, 1] = R + ty * dy
+                grad[mu + 1, 2] = ty * dz
+                grad[mu + 2, 0] = tz * dx
+                grad[mu + 2, 1] = tz * dy
+                grad[mu + 2, 2] = R + tz * dz
+                if order >= 2:
+                    t = 10.0 * R1 + 4.0 * s * R2
+                    lap[mu] = dx * t
+                    lap[mu + 1] = dy * t
+                    lap[mu + 2] = dz * t
+            mu += 3
+        elif l == 2:  # xx, xy, xz, yy, yz, zz
+            xx = dx * dx
+            xy = dx * dy
+            xz = dx * dz
+            yy = dy * dy
+            yz = dy * dz
+            zz = dz * dz
+            val[mu] = xx * R
+            val[mu + 1] = xy * R
+            val[mu + 2] = xz * R
+            val[mu + 3] = yy * R
+            val[mu + 4] = yz * R
+            val[mu + 5] = zz * R
+            if order >= 1:
+                t = 2.0 * R1
+                dxr = dx * R
+                dyr = dy * R
+                dzr = dz * R
+                g = t * xx
+                grad[mu, 0] = 2.0 * dxr + g * dx
+                grad[mu, 1] = g * dy
+                grad[mu, 2] = g * dz
+                g = t * xy
+                grad[mu + 1, 0] = dyr + g * dx
+                grad[mu + 1, 1] = dxr + g * dy
+                grad[mu + 1, 2] = g * dz
+                g = t * xz
+                grad[mu + 2, 0] = dzr + g * dx
+                grad[mu + 2, 1] = g * dy
+                grad[mu + 2, 2] = dxr + g * dz
+                g = t * yy
+                grad[mu + 3, 0] = g * dx
+                grad[mu + 3, 1] = 2.0 * dyr + g * dy
+                grad[mu + 3, 2] = g * dz
+                g = t * yz
+                grad[mu + 4, 0] = g * dx
+                grad[mu + 4, 1] = dzr + g * dy
+                grad[mu + 4, 2] = dyr + g * dz
+                g = t * zz
+                grad[mu + 5, 0] = g * dx
+                grad[mu + 5, 1] = g * dy
+                grad[mu + 5, 2] = 2.0 * dzr + g * dz
+                if order >= 2:
+                    t = 14.0 * R1 + 4.0 * s * R2
+                    two_r = 2.0 * R
+                    lap[mu] = two_r + xx * t
+                    lap[mu + 1] = xy * t
+                    lap[mu + 2] = xz * t
+                    lap[mu + 3] = two_r + yy * t
+                    lap[mu + 4] = yz * t
+                    lap[mu + 5] = two_r + zz * t
+            mu += 6
+        else:
+            for lx in range(l, -1, -1):
+                for ly in range(l - lx, -1, -1):
+                    lz = l - lx - ly
+                    px = _ipow(dx, lx)
+                    py = _ipow(dy, ly)
+                    pz = _ipow(dz, lz)
+                    P = px * py * pz
+                    val[mu] = P * R
+                    if order >= 1:
+                        # ∂P/∂x etc. (zero when the power is 0)
+                        gx = lx * _ipow(dx, lx - 1) * py * pz if lx > 0 else 0.0
+                        gy = ly * px * _ipow(dy, ly - 1) * pz if ly > 0 else 0.0
+                        gz = lz * px * py * _ipow(dz, lz - 1) if lz > 0 else 0.0
+                        two_pr1 = 2.0 * P * R1
+                        grad[mu, 0] = gx * R + two_pr1 * dx
+                        grad[mu, 1] = gy * R + two_pr1 * dy
+                        grad[mu, 2] = gz * R + two_pr1 * dz
+                        if order >= 2:
+                            lap_p = 0.0
+                            if lx > 1:
+                                lap_p += lx * (lx - 1) * _ipow(dx, lx - 2) * py * pz
+                            if ly > 1:
+                                lap_p += ly * (ly - 1) * px * _ipow(dy, ly - 2) * pz
+                            if lz > 1:
+                                lap_p += lz * (lz - 1) * px * py * _ipow(dz, lz - 2)
+                            lap[mu] = lap_p * R + P * ((4.0 * l + 6.0) * R1 + 4.0 * s * R2)
+                    mu += 1
 
 
 @nb.njit(cache=True, parallel=True)

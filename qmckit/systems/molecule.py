@@ -43,19 +43,29 @@ Kernel parameter vector ``p`` (float64; the generic drivers pass it to every ker
 Cache layout of one walker (N electrons, n orbitals per spin, n_basis functions), float64:
 
     T     (N, n)     transposed inverse of each spin block (see :mod:`qmckit.systems.slater`)
-    DPHI  (N, n, 3)  ∇φ_j(r_i)
-    OL    (N, n)     ∇²φ_j(r_i) (filled by recompute, used by local_energy)
+    DPHI  (N, n, 3)  ∇φ_j(r_i)    (orbital row of electron i, evaluated at RC[i])
+    OL    (N, n)     ∇²φ_j(r_i)   (orbital row of electron i, evaluated at RC[i])
     JG    (N, 3)     ∇_i U (e–e and e–n), updated in O(N) per accepted move
     U, DU (n), (n,3) orbital values and gradients at the proposed position     ┐ scratch of
     CO, CN (N), (N)  f'(r_il)/r_il of the moved electron before / after       │ test_move for
     EG    (3)        e–n part of ∇U at the proposed position                  │ accept_move
-    META  (1)        determinant ratio of the last tested move                ┘
-    MAT, LAP         (n, n), (n) scratch for inversion and orbital Laplacians
+    META  (1)        determinant ratio of the last tested move                │
+    LAP   (n)        orbital Laplacians at the proposed position              ┘
+    MAT   (n, n)     scratch for the inversion
     BV, BG, BL       (n_basis), (n_basis, 3), (n_basis) basis values, gradients, Laplacians
+    DV    (N, n)     φ_j(r_i)     (orbital row of electron i = row i of the Slater matrices, at RC[i])
+    RC    (N, 3)     the position at which the rows DV[i], DPHI[i], OL[i] were evaluated
+    FLAG  (1)        ROWS_VALID once ``recompute`` has filled every row (a zeroed cache has none)
 
-A one-electron move costs one basis evaluation (O(n_basis)), the orbital contraction O(n_basis·n),
-a Sherman–Morrison update O(n²) and O(N + n_atoms) Jastrow work. ``local_energy`` rebuilds the cache
-from the positions first (exact whatever round-off the incremental updates gathered).
+A one-electron move costs one basis evaluation with Laplacians (O(n_basis)), the orbital
+contraction O(n_basis·n), a Sherman–Morrison update O(n²) and O(N + n_atoms) Jastrow work; an
+accepted move stores the new orbital rows of the electron (computed by test_move at the position it
+now has). ``local_energy`` rebuilds the cache from the positions first (exact whatever round-off the
+incremental updates gathered): the inverses by Gauss–Jordan elimination from the Slater matrices and
+∇U from the distances. The orbital rows are pure functions of one electron's position, so a row whose
+RC equals the electron's position (compared exactly) is reused instead of evaluated again — the same
+numbers bit for bit, and a measured sweep then evaluates the basis once per move instead of once per
+move plus once per electron.
 
 PySCF is optional (the ``chem`` extra): it is imported only when a molecule is built; the RHF
 solution is cached in memory per (geometry, basis, charge), so building the same system again (as
@@ -74,10 +84,11 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from .gaussian_basis import GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, require_pyscf
 from .protocol import SystemKernels
-from .slater import det_ratio, invert, sherman_morrison_row
+from .slater import det_ratio, invert
 
 ENERGY_KEY = "energy"
 ENERGY_UNIT = "E_h"
@@ -94,6 +105,7 @@ DEFAULT_BETA_EN = 300.0
 
 (P_N, P_NUP, P_NATOM, P_NBF, P_JEE, P_BEE, P_JEN, P_BEN, P_REJECT, P_ENUC) = range(10)
 HEADER = 10
+ROWS_VALID = 2.718281828459045  # FLAG value: the rows DV, DPHI, OL hold the orbitals at the positions RC
 
 
 def builtin_molecules() -> list[str]:
@@ -309,13 +321,29 @@ def rhf_solution(atoms, basis: str, charge: int = 0) -> RHFSolution:
 # --------------------------------------------------------------------------------------------
 # kernels
 # --------------------------------------------------------------------------------------------
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def _pair_a(i, l, n):
     """Jastrow a of the pair (i, l): ¼ for parallel spins, ½ for antiparallel."""
     return A_PARALLEL if (i < n) == (l < n) else A_ANTIPARALLEL
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _mat(a, o, rows, cols):
+    """``a[o:o + rows·cols]`` viewed as a (rows, cols) row-major matrix, as ``reshape`` would give, but
+    built from strides (numba's ``reshape`` calls a C helper, ~40 ns, and the kernels take ~30 views
+    per electron move)."""
+    s = a.strides[0]
+    return as_strided(a[o:o + rows * cols], shape=(rows, cols), strides=(cols * s, s))
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _mat3(a, o, d0, d1, d2):
+    """``a[o:o + d0·d1·d2]`` viewed as a (d0, d1, d2) row-major array (see :func:`_mat`)."""
+    s = a.strides[0]
+    return as_strided(a[o:o + d0 * d1 * d2], shape=(d0, d1, d2), strides=(d1 * d2 * s, d2 * s, s))
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def _layout(p):
     """(N, n, atoms (n_atoms, 4), C (n_basis, n), packed basis) views of the parameter vector."""
     N = int(p[P_N])
@@ -323,27 +351,29 @@ def _layout(p):
     na = int(p[P_NATOM])
     nbf = int(p[P_NBF])
     o = HEADER
-    atoms = p[o:o + 4 * na].reshape((na, 4))
+    if p.shape[0] < o + 4 * na + nbf * n:  # views from strides are not bounds-checked (reshape was)
+        raise ValueError("molecule kernel parameter vector too short")
+    atoms = _mat(p, o, na, 4)
     o += 4 * na
-    C = p[o:o + nbf * n].reshape((nbf, n))
+    C = _mat(p, o, nbf, n)
     o += nbf * n
     return N, n, atoms, C, p[o:]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def _views(cache, N, n, nbf):
     o = 0
-    T = cache[o:o + N * n].reshape((N, n))
+    T = _mat(cache, o, N, n)
     o += N * n
-    DPHI = cache[o:o + 3 * N * n].reshape((N, n, 3))
+    DPHI = _mat3(cache, o, N, n, 3)
     o += 3 * N * n
-    OL = cache[o:o + N * n].reshape((N, n))
+    OL = _mat(cache, o, N, n)
     o += N * n
-    JG = cache[o:o + 3 * N].reshape((N, 3))
+    JG = _mat(cache, o, N, 3)
     o += 3 * N
     U = cache[o:o + n]
     o += n
-    DU = cache[o:o + 3 * n].reshape((n, 3))
+    DU = _mat(cache, o, n, 3)
     o += 3 * n
     CO = cache[o:o + N]
     o += N
@@ -353,62 +383,71 @@ def _views(cache, N, n, nbf):
     o += 3
     META = cache[o:o + 1]
     o += 1
-    MAT = cache[o:o + n * n].reshape((n, n))
+    MAT = _mat(cache, o, n, n)
     o += n * n
     LAP = cache[o:o + n]
     o += n
     BV = cache[o:o + nbf]
     o += nbf
-    BG = cache[o:o + 3 * nbf].reshape((nbf, 3))
+    BG = _mat(cache, o, nbf, 3)
     o += 3 * nbf
     BL = cache[o:o + nbf]
-    return T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL
+    o += nbf
+    DV = _mat(cache, o, N, n)
+    o += N * n
+    RC = _mat(cache, o, N, 3)
+    o += 3 * N
+    FLAG = cache[o:o + 1]
+    if cache.shape[0] < o + 1:  # views from strides are not bounds-checked (reshape was)
+        raise ValueError("molecule cache row too short for this molecule (see cache_size_for)")
+    return T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG
 
 
 def cache_size_for(n_electrons: int, n_basis: int) -> int:
     """Length of one walker's cache row (see the module docstring)."""
     N = n_electrons
     n = N // 2
-    return N * n + 3 * N * n + N * n + 3 * N + n + 3 * n + 2 * N + 3 + 1 + n * n + n + 5 * n_basis
+    return N * n + 3 * N * n + N * n + 3 * N + n + 3 * n + 2 * N + 3 + 1 + n * n + n + 5 * n_basis + N * n + 3 * N + 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _orbitals(basis, C, x, y, z, val, grad, lap, BV, BG, BL, order):
     """φ_j (and ∇φ_j with ``order`` ≥ 1, ∇²φ_j with ``order`` ≥ 2) of the n occupied orbitals at
-    (x, y, z): one basis evaluation and the contraction with C (screened functions skipped)."""
+    (x, y, z): one basis evaluation and the contraction with C. The contraction runs orbital by
+    orbital with the sums in registers (the order of the terms is that of a plain Σ_μ, so the
+    numbers do not depend on it); screened functions (value and gradient exactly 0) add 0."""
     nbf, n = C.shape
     eval_point(basis, x, y, z, BV, BG, BL, order)
-    for j in range(n):
-        val[j] = 0.0
-        if order >= 1:
-            grad[j, 0] = 0.0
-            grad[j, 1] = 0.0
-            grad[j, 2] = 0.0
-        if order >= 2:
-            lap[j] = 0.0
-    for mu in range(nbf):
-        v = BV[mu]
-        if order == 0:
-            if v == 0.0:
-                continue
-            for j in range(n):
-                val[j] += v * C[mu, j]
-            continue
-        gx, gy, gz = BG[mu, 0], BG[mu, 1], BG[mu, 2]
-        if v == 0.0 and gx == 0.0 and gy == 0.0 and gz == 0.0:
-            continue  # a screened shell (far from its centre): value and derivatives are exactly 0
-        lv = BL[mu] if order >= 2 else 0.0
+    if order == 0:
         for j in range(n):
+            v = 0.0
+            for mu in range(nbf):
+                v += BV[mu] * C[mu, j]
+            val[j] = v
+        return
+    for j in range(n):
+        v = 0.0
+        gx = 0.0
+        gy = 0.0
+        gz = 0.0
+        lp = 0.0
+        for mu in range(nbf):
             c = C[mu, j]
-            val[j] += v * c
-            grad[j, 0] += gx * c
-            grad[j, 1] += gy * c
-            grad[j, 2] += gz * c
+            v += BV[mu] * c
+            gx += BG[mu, 0] * c
+            gy += BG[mu, 1] * c
+            gz += BG[mu, 2] * c
             if order >= 2:
-                lap[j] += lv * c
+                lp += BL[mu] * c
+        val[j] = v
+        grad[j, 0] = gx
+        grad[j, 1] = gy
+        grad[j, 2] = gz
+        if order >= 2:
+            lap[j] = lp
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _en_value(atoms, x, y, z, beta):
     """Σ_A −Z_A r/(1 + β r) of one electron at (x, y, z)."""
     u = 0.0
@@ -418,7 +457,7 @@ def _en_value(atoms, x, y, z, beta):
     return u
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _en_gradient(atoms, x, y, z, beta, out):
     """∇ of the e–n Jastrow of one electron at (x, y, z) into ``out`` (3,)."""
     out[0] = 0.0
@@ -437,7 +476,7 @@ def _en_gradient(atoms, x, y, z, beta, out):
             out[2] += c * dz
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def log_psi(R, p):
     """ln|ψ_T(R)| (−inf on a node), from scratch."""
     N, n, atoms, C, basis = _layout(p)
@@ -469,18 +508,26 @@ def log_psi(R, p):
     return total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def recompute(R, p, cache):
-    """Rebuild the cache from the positions: inverse blocks, orbital gradients and Laplacians, ∇U."""
+    """Rebuild the cache from the positions: inverse blocks, orbital rows (values, gradients and
+    Laplacians; a row evaluated at exactly the electron's current position is kept), ∇U."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    valid = FLAG[0] == ROWS_VALID
     for s in range(2):
         for k in range(n):
             i = s * n + k
-            _orbitals(basis, C, R[i, 0], R[i, 1], R[i, 2], U, DPHI[i], OL[i], BV, BG, BL, 2)
+            x, y, z = R[i, 0], R[i, 1], R[i, 2]
+            if not (valid and RC[i, 0] == x and RC[i, 1] == y and RC[i, 2] == z):
+                _orbitals(basis, C, x, y, z, DV[i], DPHI[i], OL[i], BV, BG, BL, 2)
+                RC[i, 0] = x
+                RC[i, 1] = y
+                RC[i, 2] = z
             for j in range(n):
-                MAT[j, k] = U[j]  # Dᵀ, whose inverse is T
+                MAT[j, k] = DV[i, j]  # Dᵀ, whose inverse is T
         invert(MAT, T[s * n:(s + 1) * n])
+    FLAG[0] = ROWS_VALID
     for i in range(N):
         CO[i] = 0.0
         CN[i] = 0.0
@@ -512,11 +559,11 @@ def recompute(R, p, cache):
                 JG[l, 2] -= c * dz
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def gradient(R, p, cache, i, out):
     """∇_i ln|ψ(R)| from the cache: Σ_j ∇φ_j(r_i) T[i, j] + ∇_i U."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
     gx = JG[i, 0]
     gy = JG[i, 1]
     gz = JG[i, 2]
@@ -530,16 +577,16 @@ def gradient(R, p, cache, i, out):
     out[2] = gz
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def test_move(R, p, cache, i, r_new, grad_new):
     """ln|ψ(R')/ψ(R)| for electron ``i`` moved to ``r_new`` and ∇_i ln|ψ(R')| into ``grad_new``.
 
     With ``reject_node_crossing`` set, a move to the other sign of ψ_T returns −inf. Leaves the
     scratch that ``accept_move`` needs. O(n_basis·n + N + n_atoms)."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
     x, y, z = r_new[0], r_new[1], r_new[2]
-    _orbitals(basis, C, x, y, z, U, DU, LAP, BV, BG, BL, 1)
+    _orbitals(basis, C, x, y, z, U, DU, LAP, BV, BG, BL, 2)
     q = det_ratio(T[i], U)
     META[0] = q
     if not (q != 0.0 and math.isfinite(q)) or (p[P_REJECT] != 0.0 and q < 0.0):
@@ -595,18 +642,38 @@ def test_move(R, p, cache, i, r_new, grad_new):
     return log_ratio
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def accept_move(R, p, cache, i, r_new, grad_new):
-    """Commit the move tested last: Sherman–Morrison on electron i's block, its orbital gradients,
-    and ∇U of every electron (O(n² + N))."""
+    """Commit the move tested last: Sherman–Morrison on electron i's block, its orbital rows (values,
+    gradients, Laplacians at r_new from test_move), and ∇U of every electron (O(n² + N))."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
     s = i // n
-    sherman_morrison_row(T[s * n:(s + 1) * n], i - s * n, U, META[0])
+    # Sherman–Morrison on electron i's block (slater.sherman_morrison_row written out here: the same
+    # arithmetic in the same order, without a call that passes the block as a strided slice)
+    b = s * n
+    inv_q = 1.0 / META[0]
+    for l in range(b, b + n):
+        if l == i:
+            continue
+        v = 0.0
+        for j in range(n):
+            v += U[j] * T[l, j]
+        f = v * inv_q
+        if f != 0.0:
+            for j in range(n):
+                T[l, j] -= f * T[i, j]
     for j in range(n):
+        T[i, j] *= inv_q
+    x, y, z = r_new[0], r_new[1], r_new[2]
+    for j in range(n):  # the orbital rows of electron i at its new position (computed by test_move)
+        DV[i, j] = U[j]
+        OL[i, j] = LAP[j]
         for c in range(3):
             DPHI[i, j, c] = DU[j, c]
-    x, y, z = r_new[0], r_new[1], r_new[2]
+    RC[i, 0] = x
+    RC[i, 1] = y
+    RC[i, 2] = z
     jee = p[P_JEE] != 0.0
     jen = p[P_JEN] != 0.0
     if jee or jen:
@@ -634,12 +701,12 @@ def accept_move(R, p, cache, i, r_new, grad_new):
     R[i, 2] = z
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def local_energy(R, p, cache):
     """E_L(R) in E_h (total energy, nuclear repulsion included). Rebuilds the cache first."""
     recompute(R, p, cache)
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
     jee = p[P_JEE] != 0.0
     jen = p[P_JEN] != 0.0
     beta_en = p[P_BEN]
@@ -675,12 +742,12 @@ def local_energy(R, p, cache):
     return energy
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def other_drift_change(R, p, cache, i, r_new, dt):
     """(Δt/2) Σ_{j≠i} (|∇_j ln ψ(R)|² − |∇_j ln ψ(R')|²) for the move just tested (study 002's
     all-particle Green's function; exact sampling never uses it). O(n² + N)."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
     q = META[0]
     s = i // n
     jee = p[P_JEE] != 0.0
