@@ -76,7 +76,7 @@ import numba as nb
 import numpy as np
 
 from .protocol import SystemKernels
-from .slater import det_ratio, invert, sherman_morrison_row
+from .slater import _mat, _mat3, det_ratio, invert, sherman_morrison_row
 
 ENERGY_KEY = "energy"
 ENERGY_UNIT = "E_h"
@@ -243,15 +243,15 @@ def _pair_a(i, l, n):
 def _views(cache, N):
     n = N // 2
     o = 0
-    T = cache[o:o + N * n].reshape((N, n))
+    T = _mat(cache, o, N, n)  # strided views: numba's reshape costs ~40 ns a call
     o += N * n
-    DPHI = cache[o:o + 3 * N * n].reshape((N, n, 3))
+    DPHI = _mat3(cache, o, N, n, 3)
     o += 3 * N * n
-    JG = cache[o:o + 3 * N].reshape((N, 3))
+    JG = _mat(cache, o, N, 3)
     o += 3 * N
     U = cache[o:o + n]
     o += n
-    DU = cache[o:o + 3 * n].reshape((n, 3))
+    DU = _mat(cache, o, n, 3)
     o += 3 * n
     CO = cache[o:o + N]
     o += N
@@ -259,7 +259,7 @@ def _views(cache, N):
     o += N
     META = cache[o:o + 1]
     o += 1
-    MAT = cache[o:o + n * n].reshape((n, n))
+    MAT = _mat(cache, o, n, n)
     o += n * n
     LAP = cache[o:o + n]
     return T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP

@@ -84,11 +84,10 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .gaussian_basis import GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, require_pyscf
 from .protocol import SystemKernels
-from .slater import det_ratio, invert
+from .slater import _mat, _mat3, det_ratio, invert
 
 ENERGY_KEY = "energy"
 ENERGY_UNIT = "E_h"
@@ -325,22 +324,6 @@ def rhf_solution(atoms, basis: str, charge: int = 0) -> RHFSolution:
 def _pair_a(i, l, n):
     """Jastrow a of the pair (i, l): ¼ for parallel spins, ½ for antiparallel."""
     return A_PARALLEL if (i < n) == (l < n) else A_ANTIPARALLEL
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def _mat(a, o, rows, cols):
-    """``a[o:o + rows·cols]`` viewed as a (rows, cols) row-major matrix, as ``reshape`` would give, but
-    built from strides (numba's ``reshape`` calls a C helper, ~40 ns, and the kernels take ~30 views
-    per electron move)."""
-    s = a.strides[0]
-    return as_strided(a[o:o + rows * cols], shape=(rows, cols), strides=(cols * s, s))
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def _mat3(a, o, d0, d1, d2):
-    """``a[o:o + d0·d1·d2]`` viewed as a (d0, d1, d2) row-major array (see :func:`_mat`)."""
-    s = a.strides[0]
-    return as_strided(a[o:o + d0 * d1 * d2], shape=(d0, d1, d2), strides=(d1 * d2 * s, d2 * s, s))
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")

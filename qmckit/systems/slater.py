@@ -24,6 +24,7 @@ import math
 
 import numba as nb
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 
 @nb.njit(cache=True)
@@ -115,3 +116,19 @@ def sherman_morrison_row(T, k, u, q):
                 T[l, j] -= f * T[k, j]
     for j in range(n):
         T[k, j] *= inv_q
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _mat(a, o, rows, cols):
+    """``a[o:o + rows·cols]`` viewed as a (rows, cols) row-major matrix, as ``reshape`` would give, but
+    built from strides (numba's ``reshape`` calls a C helper, ~40 ns, and the kernels take ~30 views
+    per electron move)."""
+    s = a.strides[0]
+    return as_strided(a[o:o + rows * cols], shape=(rows, cols), strides=(cols * s, s))
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _mat3(a, o, d0, d1, d2):
+    """``a[o:o + d0·d1·d2]`` viewed as a (d0, d1, d2) row-major array (see :func:`_mat`)."""
+    s = a.strides[0]
+    return as_strided(a[o:o + d0 * d1 * d2], shape=(d0, d1, d2), strides=(d1 * d2 * s, d2 * s, s))
