@@ -16,6 +16,8 @@ rewritten after every stage):
             √ and ÷ counted as one flop), peak from a measured FMA loop;
   error     t σ² (s·mK²) of E/N vs N on the GPU (and the CPU at N = 512), with analysis every m;
   sample    004's sample run (N = 1000, b = 3.07 Å, no tail, m = 4) on the GPU next to e.dat;
+  seqopt    Eq. 12: t σ² vs the analysis period m with synchronous CPU analysis (N = 256, 264 chains, 1920
+            macroupdates per m), against m_opt = √(2 m_c α);
   masking   load masking: N = 512, W chains on the GPU, fixed total macroupdates, CPU analysis
             (energies + g(r) of every chain, numba on all cores) every m macroupdates, synchronous
             and asynchronous (the kernel launch returns at once; the CPU analyses the previous
@@ -287,6 +289,56 @@ def main(argv=None):
                 f"acc {r['acceptance']:.3f}")
         results["sample_b_scan"] = rows
 
+    def seqopt():
+        """Eq. 12: with analysis on the CPU after every m macroupdates (synchronous), t σ² is smallest at
+        m_opt = √(2 m_c α). Measured: t σ² vs m at fixed total work; predicted from m_c (the m = 1 series,
+        m_c = τ_int − ½ in macroupdates) and α = t_A/t_G measured alone."""
+        from qmckit.stats import estimate
+
+        n, walkers, total = (20, 2, 12) if smoke else (256, 264, 1920)
+        system = helium.Helium(n=n)
+        chains = helium4.make_chains(system, walkers, seed=8, backend="cuda", threads=32)
+        chains.generate(4 if smoke else 200)
+        chains.synchronize()
+
+        def analyse(positions):
+            return system.measure(positions)[:, 0].mean() / n
+
+        analyse(chains.positions())
+        t0 = time.perf_counter()
+        chains.generate(20)
+        chains.synchronize()
+        t_g = (time.perf_counter() - t0) / 20
+        t0 = time.perf_counter()
+        for _ in range(5):
+            analyse(chains.positions())
+        t_a = (time.perf_counter() - t0) / 5
+        rows = []
+        for m in ((1, 2, 3) if smoke else (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)):
+            K = total // m
+            series = np.empty(K)
+            t0 = time.perf_counter()
+            for k in range(K):
+                chains.generate(m)
+                series[k] = analyse(chains.positions())
+            wall = time.perf_counter() - t0
+            est = estimate(series)
+            rows.append({"m": m, "analyses": K, "wall_s": wall, "mean": est.mean, "error": est.error,
+                         "tau": est.tau, "t_sigma2_s_mK2": wall * (1e3 * est.error) ** 2})
+            log(f"  m={m}: wall {wall:.2f} s, E/N {est.mean:.4f}({1e4 * est.error:.0f}), τ {est.tau:.2f}, "
+                f"tσ² {rows[-1]['t_sigma2_s_mK2']:.3g}")
+            if budget.left() < 20 and not smoke:
+                break
+        m_c = max(rows[0]["tau"] - 0.5, 0.0)
+        alpha = t_a / t_g
+        best = min(rows, key=lambda r: r["t_sigma2_s_mK2"])
+        results["sequential_optimum"] = {"n": n, "walkers": walkers, "total_macroupdates": total, "t_G_s": t_g,
+                                         "t_A_s": t_a, "alpha": alpha, "m_c": m_c,
+                                         "m_opt_eq12": math.sqrt(2 * m_c * alpha), "m_best_measured": best["m"],
+                                         "rows": rows}
+        log(f"  α = {alpha:.1f}, m_c = {m_c:.2f}: Eq. 12 m_opt = {math.sqrt(2 * m_c * alpha):.2f}; "
+            f"measured best m = {best['m']}")
+
     def masking():
         n = 20 if smoke else 512
         walkers = 2 if smoke else 8
@@ -370,7 +422,7 @@ def main(argv=None):
             out_path.write_text(json.dumps(results, indent=1, default=float))
 
     for name, fn in (("twins", twins), ("speed", speed), ("error", error), ("sample", sample), ("bscan", bscan),
-                     ("masking", masking), ("dmc", dmc)):
+                     ("seqopt", seqopt), ("masking", masking), ("dmc", dmc)):
         if name in stages:
             stage(name, budget, results, out_path, fn)
     results["total_s"] = budget.elapsed()
