@@ -537,8 +537,8 @@ class HeliumChains:
         if self.dtype not in (np.float64, np.float32):
             raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")
         W, N, _ = np.shape(positions)
-        if threads is None:
-            threads = min(256, max(32, 32 * math.ceil(N / 4 / 32)))
+        if threads is None:  # the best block sizes measured on an H100 (benchmarks/results/helium_gpu_h100_2026-11-22.md)
+            threads = 32 if N <= 1000 else 128 if N <= 2048 else 256 if N <= 8192 else 512
         if threads % 32 or not 32 <= threads <= 1024:
             raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
         self.threads = int(threads)

@@ -157,6 +157,15 @@ def _minimum_image(d, box):
 
 
 @nb.njit(cache=True, inline="always")
+def _pair_vector(R, i, j, box):
+    """Minimum-image r_i − r_j (three numbers) and its length."""
+    dx = _minimum_image(R[i, 0] - R[j, 0], box)
+    dy = _minimum_image(R[i, 1] - R[j, 1], box)
+    dz = _minimum_image(R[i, 2] - R[j, 2], box)
+    return dx, dy, dz, math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+@nb.njit(cache=True, inline="always")
 def _u(r, box, b5):
     """u(r) for r < L/2 (the caller cuts)."""
     s = 1.0 / r
@@ -189,10 +198,7 @@ def log_psi(R, p):
         return total
     for i in range(N):
         for j in range(i + 1, N):
-            dx = _minimum_image(R[i, 0] - R[j, 0], box)
-            dy = _minimum_image(R[i, 1] - R[j, 1], box)
-            dz = _minimum_image(R[i, 2] - R[j, 2], box)
-            r = math.sqrt(dx * dx + dy * dy + dz * dz)
+            r = _pair_vector(R, i, j, box)[3]
             if r < half:
                 total += _u(r, box, b5)
     return total
@@ -362,10 +368,7 @@ def energy_terms(R, p):
     lap = 0.0  # Σ_{i<j} (u'' + 2u'/r)
     for i in range(N):
         for j in range(i + 1, N):
-            dx = _minimum_image(R[i, 0] - R[j, 0], box)
-            dy = _minimum_image(R[i, 1] - R[j, 1], box)
-            dz = _minimum_image(R[i, 2] - R[j, 2], box)
-            r = math.sqrt(dx * dx + dy * dy + dz * dz)
+            dx, dy, dz, r = _pair_vector(R, i, j, box)
             if r >= half:
                 continue
             if with_potential != 0.0:
@@ -433,10 +436,7 @@ def _pair_histograms(positions, box, r_max, out):
         R = positions[w]
         for i in range(N):
             for j in range(i + 1, N):
-                dx = _minimum_image(R[i, 0] - R[j, 0], box)
-                dy = _minimum_image(R[i, 1] - R[j, 1], box)
-                dz = _minimum_image(R[i, 2] - R[j, 2], box)
-                k = int(math.sqrt(dx * dx + dy * dy + dz * dz) * scale)
+                k = int(_pair_vector(R, i, j, box)[3] * scale)
                 if k < bins:
                     out[w, k] += 1.0
 
