@@ -66,6 +66,7 @@ for path in (str(REPO), str(REPO / "benchmarks")):
 
 import numba  # noqa: E402
 
+from atoms_throughput import time_gpu_case  # noqa: E402
 from bec_throughput import Budget, cpu_info, device_info  # noqa: E402
 from qmckit.backends import cuda_atom  # noqa: E402
 from qmckit.methods.vmc import VMC  # noqa: E402
@@ -276,49 +277,11 @@ def twin_check(pools, W, n_sweeps, dmc_W, dmc_steps, budget, report):
 # (c) GPU throughput
 # --------------------------------------------------------------------------------------------
 def time_gpu(cuda, el, W, pool, reps, target_s, case_budget, peak, max_energy_bytes=256 * 2**20):
-    t_case = time.perf_counter()
-    system = Atom(element=el)
-    N = system.n_particles
-    sweeper = cuda_atom.CudaAtomSweeper(system, walkers_from(pool, W, 900 + W, 0, fast_streams=True), dt=DT[el])
-    simulated = cuda_atom.simulated()
-
-    def timed(n_sweeps):
-        if simulated:  # events carry no time in the simulator
-            t0 = time.perf_counter()
-            sweeper.launch(n_sweeps)
-            cuda.synchronize()
-            return time.perf_counter() - t0
-        start, end = cuda.event(), cuda.event()
-        start.record()
-        sweeper.launch(n_sweeps)
-        end.record()
-        end.synchronize()
-        return cuda.event_elapsed_time(start, end) / 1e3
-
-    t0 = time.perf_counter()
-    sweeper.launch(1)  # compiles on first use
-    cuda.synchronize()
-    first = time.perf_counter() - t0
-    per_sweep = max(timed(2) / 2, 1e-7)
-    n_max = max(1, int(max_energy_bytes // (W * 8)))
-    n_sweeps = int(min(n_max, max(1, round(target_s / per_sweep))))
-    n_sweeps = int(max(1, min(n_sweeps, (case_budget - (time.perf_counter() - t_case)) / ((reps + 0.5) * per_sweep))))
-    times = [timed(n_sweeps) for _ in range(reps)]
-    energies = sweeper.launch(1).copy_to_host()[0]
-    acceptance = float(sweeper._accepted.copy_to_host().sum() / (W * N))
-    med = float(np.median(times))
-    cycles = W * n_sweeps / med
-    flops = cycles * flops_per_cycle(N, acceptance)
-    row = {"element": el, "N": N, "W": W, "threads": sweeper.threads, "sweeps_per_timing": n_sweeps,
-           "times_s": [float(t) for t in times], "median_s": med, "min_s": float(min(times)),
-           "max_s": float(max(times)), "cycles_per_s": cycles, "moves_per_s": cycles * N,
-           "model_flops_per_s": flops, "fraction_of_fp64_peak": flops / (peak["peak_fp64_tflops"] * 1e12),
-           "acceptance": acceptance, "mean_E_L": float(np.mean(energies)), "first_launch_s": round(first, 3),
-           "case_seconds": round(time.perf_counter() - t_case, 2)}
-    try:
-        row["registers"] = None if simulated else int(list(cuda_atom.kernels()["sweep"].get_regs_per_thread().values())[0])
-    except Exception:  # noqa: BLE001
-        row["registers"] = None
+    """One GPU throughput case, timed by :func:`atoms_throughput.time_gpu_case` (CUDA events around one
+    launch, buffers allocated outside the events), plus this script's flop model and FP64 fraction."""
+    row = time_gpu_case(cuda, el, W, None, pool, reps, target_s, case_budget, max_energy_bytes)
+    flops = row["cycles_per_s"] * flops_per_cycle(row["N"], row["acceptance"])
+    row.update(model_flops_per_s=flops, fraction_of_fp64_peak=flops / (peak["peak_fp64_tflops"] * 1e12))
     return row
 
 
