@@ -88,6 +88,20 @@ _HELIUM_PARAMS = {
     "potential": ("--potential", str, "pair potential: hfdb (Aziz HFD-B(HE), default) or none"),
 }
 _HELIUM_SWITCHES = {"tail": "--no-tail"}
+_LATTICE_PARAMS = {
+    "L": ("--L", int, "cluster side: tilted L²+1 sites with L odd (study 000), or L×L with --kind square (default 5)"),
+    "doping": ("--doping", _finite_float, "hole doping x in [0, 1); N_e = 2·round(N_s(1−x)/2) (default 0.1)"),
+    "J": ("--J", _finite_float, "exchange J in units of t, ≥ 0 (default 0.3; 0 with --free)"),
+    "delta": ("--delta", _finite_float, "d-wave variational gap Δ, Δ_k = (Δ/2)(cos k_x − cos k_y), ≥ 0 (default 1.5; "
+                                        "0: projected Fermi sea)"),
+    "mu": ("--mu", _finite_float, "variational chemical potential μ in units of t (default 0)"),
+    "tp_v": ("--tp-v", _finite_float, "variational t′ in the pair function's ξ_k (default 0)"),
+    "tp": ("--tp", _finite_float, "Hamiltonian next-neighbour hopping t′ (default 0)"),
+    "tpp": ("--tpp", _finite_float, "Hamiltonian third-neighbour hopping t″ (default 0)"),
+    "kind": ("--kind", str, "cluster: tilted (L²+1, periodic; default) or square (L×L, antiperiodic in x)"),
+}
+_LATTICE_RUN = {"chains": "--walkers", "steps": "--steps", "equilibration": "--equil", "moves_per_sweep": "--moves",
+                "refresh_every": "--refresh", "block": "--block", "seed": "--seed", "backend": "--backend"}
 # system → (parameter flags, defaults); every parameter is passed to make_system by its name
 _SYSTEM_PARAMS = {"bec": ({k: v[0] for k, v in _BEC_PARAMS.items()}, _BEC_DEFAULTS),
                   "atom": ({k: v[0] for k, v in _ATOM_PARAMS.items()} | _ATOM_SWITCHES, {"element": "He"}),
@@ -152,6 +166,32 @@ def build_parser() -> argparse.ArgumentParser:
     helium.add_argument("--no-tail", dest="tail", action="store_false", default=None,
                         help="leave out the potential tail correction beyond L/2 (study 004's sample run has none)")
     _add_method_options(helium)
+    lattice = systems.add_parser(
+        "lattice", help="t–J model: Gutzwiller-projected d-wave RVB state on a square-lattice cluster (study 000)",
+        description="Lattice VMC of the projected d-wave BCS (RVB) state for the t–J model on a tilted L²+1 or square "
+                    "cluster: hops to empty sites and spin swaps, Sherman–Morrison updates. Energies in units of t; "
+                    "reports energy_per_site, kinetic_per_site, exchange_per_site and double_occupancy.")
+    for name, (flag, kind, text) in _LATTICE_PARAMS.items():
+        lattice.add_argument(flag, dest=name, type=kind, default=None, help=text)
+    lattice.add_argument("--free", dest="free", action="store_true", default=None,
+                         help="unprojected free fermions with the Fermi-sea pair function (needs a closed shell; J = 0): "
+                              "every configuration has the exact Fermi-sea energy")
+    lattice.add_argument("--method", choices=["vmc", "dmc"], default="vmc", help="QMC method (vmc only for lattices)")
+    lattice.add_argument("--walkers", dest="chains", type=_positive_int, default=None,
+                         help="Markov chains (default 32, study 000's nMarkov)")
+    lattice.add_argument("--steps", type=_positive_int, default=None, help="measured sweeps per chain (default 1000)")
+    lattice.add_argument("--equil", dest="equilibration", type=int, default=None,
+                         help="equilibration sweeps (default max(50, steps/5))")
+    lattice.add_argument("--moves", dest="moves_per_sweep", type=_positive_int, default=None,
+                         help="proposals per sweep (default N_e)")
+    lattice.add_argument("--refresh", dest="refresh_every", type=_positive_int, default=None,
+                         help="sweeps between rebuilds of A⁻¹ from scratch (default 1)")
+    lattice.add_argument("--block", type=_positive_int, default=None, help="sweeps per block / checkpoint")
+    lattice.add_argument("--seed", type=int, default=None, help="random seed, ≥ 0 (default 0)")
+    lattice.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default cpu)")
+    lattice.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    lattice.add_argument("--checkpoint", metavar="FILE", default=None, help="write an HDF5 checkpoint after every block")
+    lattice.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
     bench = commands.add_parser("bench", help="time a study's kernels on this machine",
                                 description="Time a study's kernels on this machine and print a table.")
@@ -239,7 +279,7 @@ def _flag_for(message: str) -> str:
     flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | _SYSTEM_PARAMS["atom"][0] | _SYSTEM_PARAMS["molecule"][0] | {
         "equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
         "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every"}
-    flags |= _SYSTEM_PARAMS["helium"][0]
+    flags |= _SYSTEM_PARAMS["helium"][0] | {k: v[0] for k, v in _LATTICE_PARAMS.items()} | _LATTICE_RUN
     if name in flags:
         return flags[name] + message[len(name):]
     if name in _RUN_KEYS:
@@ -248,6 +288,8 @@ def _flag_for(message: str) -> str:
 
 
 def _run(args) -> int:
+    if args.system == "lattice":
+        return _run_lattice(args)
     from .runs import RunConfig, make_run, resume_run
 
     param_flags, param_defaults = _SYSTEM_PARAMS[args.system]
@@ -276,19 +318,53 @@ def _run(args) -> int:
         return _fail(str(err).splitlines()[0] if str(err) else type(err).__name__)
 
     show_progress = not args.json and sys.stderr.isatty()
-
-    def progress(done, total):
-        if show_progress:
-            bar = "#" * int(30 * done / total)
-            print(f"\r[{bar:<30}] block {done}/{total}", end="", file=sys.stderr, flush=True)
-
-    result = run.run(progress)
+    result = run.run(_progress_printer(show_progress))
     if show_progress:
         print(file=sys.stderr)
     if args.json:
         print(json.dumps(result))
     else:
         print(format_result(result))
+    return 0
+
+
+def _progress_printer(enabled: bool):
+    def progress(done, total):
+        if enabled:
+            bar = "#" * int(30 * done / total)
+            print(f"\r[{bar:<30}] block {done}/{total}", end="", file=sys.stderr, flush=True)
+    return progress
+
+
+def _run_lattice(args) -> int:
+    from .methods.lattice_vmc import LatticeRun, LatticeRunConfig, resume_lattice_run
+
+    if args.method != "vmc":
+        return _fail(f"--method: lattice runs support vmc only, got {args.method!r}")
+    given_params = {k: getattr(args, k) for k in (*_LATTICE_PARAMS, "free") if getattr(args, k) is not None}
+    if given_params.get("free") and "J" not in given_params:
+        given_params["J"] = 0.0
+    given_run = {k: getattr(args, k) for k in _LATTICE_RUN if getattr(args, k) is not None}
+    try:
+        if args.resume:
+            if not os.path.exists(args.resume):
+                return _fail(f"--resume: no checkpoint file {args.resume!r}")
+            run = resume_lattice_run(args.resume)
+            clashes = [k for k, v in given_params.items() if run.config.params.get(k) != v]
+            clashes += [k for k, v in given_run.items() if getattr(run.config, k) != v]
+            if clashes:
+                named = ", ".join((_LATTICE_PARAMS[c][0] if c in _LATTICE_PARAMS else _LATTICE_RUN.get(c, "--" + c))
+                                  for c in clashes)
+                return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
+        else:
+            run = LatticeRun(LatticeRunConfig(params=given_params, **given_run), checkpoint_path=args.checkpoint)
+    except ValueError as err:
+        return _fail(_flag_for(str(err)))
+    show = not args.json and sys.stderr.isatty()
+    result = run.run(_progress_printer(show))
+    if show:
+        print(file=sys.stderr)
+    print(json.dumps(result) if args.json else format_result(result | {"sampler": "hop/swap"}))
     return 0
 
 

@@ -1,0 +1,244 @@
+"""A complete, checkpointed lattice VMC run of the projected RVB state (study 000).
+
+:class:`LatticeRun` is to lattice chains what :class:`qmckit.runs.VMCRun` is to continuum walkers:
+it equilibrates, runs blocks of sweeps, records the chain-averaged energies of every sweep, writes
+an atomic HDF5 checkpoint after equilibration and after every block, and reduces the series to
+:class:`~qmckit.stats.Estimate` values. A run resumed from its checkpoint continues with the same
+configurations, inverses, random streams and series, so it ends with the numbers of an
+uninterrupted run. The result dictionary follows the CLI contract (``energy_per_site`` in t).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import h5py
+import numpy as np
+
+from .. import checkpoint as ckpt
+from ..backends import lattice_chains as chains_mod
+from ..rng import seed_states
+from ..stats import estimate
+from ..systems.lattice_rvb import LatticeRVB
+
+CHECKPOINT_FORMAT = "qmckit-lattice-checkpoint-1"
+SERIES = ("kinetic", "exchange", "double", "acceptance")
+BACKENDS = ("auto", "cpu", "cuda")
+
+
+@dataclass
+class LatticeRunConfig:
+    """Everything that determines a lattice run's numbers.
+
+    params           :class:`~qmckit.systems.lattice_rvb.LatticeParams` fields
+    chains           Markov chains (study 000: nMarkov = 32)
+    steps            measured sweeps per chain (one energy per sweep)
+    equilibration    sweeps before measuring (default max(50, steps // 5))
+    moves_per_sweep  proposals per sweep (default N_e)
+    refresh_every    sweeps between rebuilds of A⁻¹ from scratch (default 1)
+    block            sweeps per block / checkpoint (default steps / 20)
+    """
+
+    params: dict = field(default_factory=dict)
+    chains: int = 32
+    steps: int = 1000
+    equilibration: int | None = None
+    moves_per_sweep: int | None = None
+    refresh_every: int = 1
+    block: int | None = None
+    seed: int = 0
+    backend: str = "cpu"
+
+    def __post_init__(self):
+        system = LatticeRVB(**self.params)  # validates the physics parameters
+        self.params = system.params.as_dict()
+        for name in ("chains", "steps", "refresh_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.equilibration is None:
+            self.equilibration = max(50, self.steps // 5)
+        if self.moves_per_sweep is None:
+            self.moves_per_sweep = system.n_electrons
+        if self.block is None:
+            self.block = max(1, math.ceil(self.steps / 20))
+        for name, low in (("equilibration", 0), ("moves_per_sweep", 1), ("block", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {value!r}")
+        if self.resolved_backend() == "cuda":
+            from ..backends import lattice_cuda
+
+            if not lattice_cuda.available():
+                raise ValueError("backend cuda: no CUDA GPU found (use cpu or auto)")
+
+    def resolved_backend(self) -> str:
+        if self.backend != "auto":
+            return self.backend
+        try:
+            from ..backends import lattice_cuda
+        except ImportError:
+            return "cpu"
+        return "cuda" if lattice_cuda.available() else "cpu"
+
+    @property
+    def n_blocks(self) -> int:
+        return math.ceil(self.steps / self.block)
+
+
+class LatticeRun:
+    """A lattice VMC run; iterate :meth:`blocks` (or call :meth:`run`), then :meth:`result`."""
+
+    method = "vmc"
+
+    def __init__(self, config: LatticeRunConfig, checkpoint_path=None):
+        self.config = config
+        self.checkpoint_path = checkpoint_path
+        self.system = LatticeRVB(**config.params)
+        start_seq, stream_seq = np.random.SeedSequence(config.seed).spawn(2)
+        state = self.system.random_configurations(config.chains, np.random.default_rng(start_seq))
+        self.backend = config.resolved_backend()
+        self.chains = self._make_chains(state, seed_states(stream_seq, config.chains))
+        self.equilibrated = False
+        self.blocks_done = 0
+        self.series: dict[str, list[np.ndarray]] = {name: [] for name in SERIES}
+        self.wall_s = 0.0
+
+    def _make_chains(self, state, states):
+        cfg = self.config
+        if self.backend == "cuda":
+            from ..backends.lattice_cuda import CudaChains
+
+            return CudaChains(self.system, state, states, cfg.moves_per_sweep, cfg.refresh_every)
+        return chains_mod.CpuChains(self.system, state, states, cfg.moves_per_sweep, cfg.refresh_every)
+
+    # --- running ------------------------------------------------------------------------------
+    def equilibrate(self) -> None:
+        if not self.equilibrated:
+            start = time.perf_counter()
+            if self.config.equilibration:
+                self.chains.sweep(self.config.equilibration, measure=False)
+            self.chains.counts[:] = 0  # acceptance counts the measured sweeps only
+            self.equilibrated = True
+            self.wall_s += time.perf_counter() - start
+            self.save_checkpoint()
+
+    def blocks(self, stop=None):
+        """Run the remaining blocks, yielding ``(blocks_done, n_blocks)`` after each; ``stop`` (a
+        ``threading.Event``) pauses after the current block."""
+        self.equilibrate()
+        cfg = self.config
+        while self.blocks_done < cfg.n_blocks:
+            if stop is not None and stop.is_set():
+                return
+            start = time.perf_counter()
+            before = self.chains.counts.sum(axis=0).copy()
+            sweeps = min(cfg.block, cfg.steps - self.blocks_done * cfg.block)
+            energies = self.chains.sweep(sweeps).mean(axis=0)  # chain average per sweep: (sweeps, 3)
+            delta = self.chains.counts.sum(axis=0) - before
+            proposed = delta[chains_mod.HOPS_PROPOSED] + delta[chains_mod.SWAPS_PROPOSED]
+            accepted = delta[chains_mod.HOPS_ACCEPTED] + delta[chains_mod.SWAPS_ACCEPTED]
+            records = {"kinetic": energies[:, 0], "exchange": energies[:, 1], "double": energies[:, 2],
+                       "acceptance": np.array([accepted / max(proposed, 1)])}
+            for name in SERIES:
+                self.series[name].append(np.asarray(records[name], dtype=float))
+            self.blocks_done += 1
+            self.wall_s += time.perf_counter() - start
+            self.save_checkpoint()
+            yield self.blocks_done, cfg.n_blocks
+
+    def run(self, progress=None) -> dict:
+        for done, total in self.blocks():
+            if progress is not None:
+                progress(done, total)
+        return self.result()
+
+    def series_of(self, name: str) -> np.ndarray:
+        parts = self.series[name]
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    # --- results ------------------------------------------------------------------------------
+    def energy_series(self) -> np.ndarray:
+        """Chain-averaged energy per site of every measured sweep, in t."""
+        return (self.series_of("kinetic") + self.series_of("exchange")) / self.system.n_sites
+
+    def estimates(self) -> dict:
+        if not self.blocks_done:
+            return {}
+        n = self.system.n_sites
+        return {"energy_per_site": estimate(self.energy_series()),
+                "kinetic_per_site": estimate(self.series_of("kinetic") / n),
+                "exchange_per_site": estimate(self.series_of("exchange") / n),
+                "double_occupancy": estimate(self.series_of("double") / n)}
+
+    @property
+    def acceptance(self) -> float:
+        acc = self.series_of("acceptance")
+        sizes = np.array([len(p) for p in self.series["kinetic"]])
+        return float(np.dot(acc, sizes) / sizes.sum()) if sizes.size else float("nan")
+
+    def result(self) -> dict:
+        """The JSON-ready summary (the CLI contract of DESIGN.md)."""
+        cfg, counts = self.config, self.chains.counts.sum(axis=0)
+        s = self.system
+        return {
+            "system": "lattice", "method": "vmc", "params": dict(cfg.params), "seed": int(cfg.seed),
+            "backend": self.backend, "walkers": int(cfg.chains), "steps": int(cfg.steps),
+            "equilibration": int(cfg.equilibration), "moves_per_sweep": int(cfg.moves_per_sweep),
+            "n_sites": s.n_sites, "n_electrons": s.n_electrons, "n_pairs": s.n_pairs, "gamma_ghost": bool(s.ghost),
+            "energy_unit": s.energy_unit,
+            "estimates": {name: est.to_dict() for name, est in self.estimates().items()},
+            "acceptance": self.acceptance,
+            "hops": {"proposed": int(counts[chains_mod.HOPS_PROPOSED]), "accepted": int(counts[chains_mod.HOPS_ACCEPTED])},
+            "swaps": {"proposed": int(counts[chains_mod.SWAPS_PROPOSED]),
+                      "accepted": int(counts[chains_mod.SWAPS_ACCEPTED])},
+            "inverse_drift": float(self.chains.drift.max()), "inverse_rebuilds": int(counts[chains_mod.REBUILDS]),
+            "wall_s": self.wall_s,
+        }
+
+    # --- checkpoints --------------------------------------------------------------------------
+    def save_checkpoint(self) -> None:
+        if self.checkpoint_path is None:
+            return
+        state = self.chains.host_state()
+        with ckpt.atomic_h5(self.checkpoint_path) as f:
+            ckpt.write_attrs(f, {"format": CHECKPOINT_FORMAT, "config": asdict(self.config),
+                                 "equilibrated": self.equilibrated, "blocks_done": self.blocks_done,
+                                 "wall_s": self.wall_s})
+            ckpt.write_arrays(f.create_group("chains"), state | {"states": self.chains.states_to_host(),
+                                                                 "counts": self.chains.counts,
+                                                                 "drift": self.chains.drift})
+            for name, parts in self.series.items():
+                group = f.create_group(f"series/{name}")
+                for k, part in enumerate(parts):
+                    group.create_dataset(f"{k:06d}", data=part)
+
+
+def resume_lattice_run(path) -> LatticeRun:
+    """Continue the lattice run checkpointed at ``path`` (and keep checkpointing there)."""
+    with h5py.File(path, "r") as f:
+        attrs = ckpt.read_attrs(f)
+        if attrs.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"resume: {path} is not a qmckit lattice checkpoint")
+        config = LatticeRunConfig(**attrs["config"])
+        run = LatticeRun.__new__(LatticeRun)
+        run.config, run.checkpoint_path = config, path
+        run.system = LatticeRVB(**config.params)
+        run.backend = config.resolved_backend()
+        arrays = ckpt.read_arrays(f["chains"])
+        states = arrays.pop("states")
+        counts, drift = arrays.pop("counts"), arrays.pop("drift")
+        run.chains = run._make_chains(arrays, states)
+        run.chains.counts[:] = counts
+        run.chains.drift[:] = drift
+        run.equilibrated = attrs["equilibrated"]
+        run.blocks_done = attrs["blocks_done"]
+        run.wall_s = attrs["wall_s"]
+        run.series = {name: [np.array(f[f"series/{name}"][key]) for key in sorted(f[f"series/{name}"])]
+                      for name in SERIES}
+    return run

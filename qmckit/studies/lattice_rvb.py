@@ -1,0 +1,149 @@
+"""Study 000 (Rajagopalan, LSU MS thesis 2013): projected d-wave RVB VMC on tilted clusters.
+
+The thesis reports no energies, only sizes and timings; the energies qmckit produces at its Table
+6.1 parameters are new reference numbers (``data/lattice_rvb.json``), fixed by the conventions of
+:mod:`qmckit.systems.lattice_rvb`. This module holds the study's parameters and published numbers,
+the exact checks on small clusters (enumeration of every projected configuration, exact
+diagonalisation) and the runs behind the notebook's tables.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..backends.lattice_chains import configuration_energies
+from ..methods.lattice_vmc import LatticeRun, LatticeRunConfig
+from ..systems import lattice_exact
+from ..systems.lattice_rvb import LatticeRVB
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "lattice_rvb.json"
+
+# Table 6.1: t = 1, t′ = t″ = 0, J = 0.3, x = 0.1, Δ = 1.5, μ = 0; 32 chains, 5000 + 5000 sweeps
+TABLE_61 = {"J": 0.3, "doping": 0.1, "delta": 1.5, "mu": 0.0}
+TABLE_61_RUN = {"chains": 32, "equilibration": 5000, "steps": 5000}
+# Tables 6.2/6.3 (32 chains; s): CPU i7-2600 one core, chains in sequence; GPU Tesla M2070
+PUBLISHED_SECONDS = {5: {"cpu_one_core": 22.66, "gpu_bfactor8": 3.19, "gpu_bfactor16": 2.48, "cpu_per_chain": 0.70},
+                     9: {"cpu_one_core": 287.13, "gpu_bfactor8": 17.37, "gpu_bfactor16": 14.44, "cpu_per_chain": 9.07},
+                     15: {"cpu_one_core": 4992.24, "gpu_bfactor8": 309.72, "gpu_bfactor16": 256.83,
+                          "cpu_per_chain": 156.02}}
+# Table 4.1 as printed (bytes; kB = 1000 B)
+TABLE_41 = {5: {"n_sites": 26, "n_electrons": 24, "n_pairs": 12, "psi_inv": 1152, "pair_function": 5408, "plist": 96},
+            9: {"n_sites": 82, "n_electrons": 74, "n_pairs": 37, "psi_inv": 10952, "pair_function": 53792,
+                "plist": 296},
+            15: {"n_sites": 226, "n_electrons": 204, "n_pairs": 102, "psi_inv": 83232, "pair_function": 408608,
+                 "plist": 816}}
+
+
+def reference_data() -> dict:
+    """``data/lattice_rvb.json``: the thesis's numbers and qmckit's recorded energies."""
+    return json.loads(DATA.read_text())
+
+
+def all_configurations(system: LatticeRVB) -> tuple[np.ndarray, np.ndarray]:
+    """Every configuration of the state's space in the exact-diagonalisation basis order: (D, N_p) site lists."""
+    return lattice_exact.basis(system.n_sites, system.n_pairs, projected=system.projected)
+
+
+def amplitudes(system: LatticeRVB, up_sites: np.ndarray, dn_sites: np.ndarray) -> np.ndarray:
+    """Ψ(x) for configurations given as (D, N_p) ascending site lists (the Fock-basis amplitudes)."""
+    state = system.chain_state(up_sites, dn_sites)
+    up, dn = state["up_site"], state["dn_site"]
+    return np.linalg.det(system.pair[up[:, :, None], dn[:, None, :]])
+
+
+def hamiltonian(system: LatticeRVB):
+    """The t–J (or, for ``free``, tight-binding) Hamiltonian of the state's cluster as a sparse matrix."""
+    hops, amps = system.cluster.hop_list()
+    return lattice_exact.hamiltonian(system.n_sites, system.n_pairs, hops, amps, system.cluster.bonds,
+                                     system.params.J, projected=system.projected)
+
+
+def exact_check(system: LatticeRVB) -> dict:
+    """The state's exact variational energy two independent ways, and the exact ground state (per site, t).
+
+    ``enumeration``: Σ_x Ψ(x)² E_L(x) / Σ_x Ψ(x)² with qmckit's local-energy kernel over every
+    configuration (what VMC samples); ``expectation``: ⟨Ψ|H|Ψ⟩/⟨Ψ|Ψ⟩ with H built from fermion
+    operators (:mod:`qmckit.systems.lattice_exact`): equal only if every ratio and sign of the local
+    energy is right. ``ground_state``: the lowest eigenvalue of H (the variational bound).
+    """
+    up, dn = all_configurations(system)
+    psi = amplitudes(system, up, dn)
+    keep = np.abs(psi) > 1e-12 * np.abs(psi).max()
+    state = system.chain_state(up[keep], dn[keep])
+    local = configuration_energies(*system.kernel_args(), state["up_site"], state["dn_site"], state["up_at"],
+                                   state["dn_at"], state["ainv"])
+    weights = psi[keep] ** 2 / np.sum(psi[keep] ** 2)
+    h = hamiltonian(system)
+    n = system.n_sites
+    return {"dimension": int(len(psi)), "zero_amplitudes": int((~keep).sum()),
+            "enumeration": float(weights @ (local[:, 0] + local[:, 1])) / n,
+            "kinetic": float(weights @ local[:, 0]) / n, "exchange": float(weights @ local[:, 1]) / n,
+            "expectation": lattice_exact.variational_energy(h, psi) / n,
+            "ground_state": lattice_exact.ground_state_energy(h) / n}
+
+
+def run_energy(L: int, chains: int = 32, steps: int = 5000, equilibration: int = 5000, seed: int = 13213,
+               progress=None, **params) -> dict:
+    """One VMC run at study 000's Table 6.1 parameters (overridden by ``params``); the run's result dict."""
+    config = LatticeRunConfig(params={"L": L, **TABLE_61, **params}, chains=chains, steps=steps,
+                              equilibration=equilibration, seed=seed)
+    return LatticeRun(config).run(progress)
+
+
+def energy_scan(deltas, L: int = 5, chains: int = 32, steps: int = 2000, equilibration: int = 500, seed: int = 1,
+                progress=None, **params) -> list[dict]:
+    """E/N_s(Δ) at fixed μ: one run per Δ with the same seed; a list of {delta, energy, error, result}."""
+    rows = []
+    for k, delta in enumerate(deltas):
+        result = run_energy(L, chains, steps, equilibration, seed, **(params | {"delta": float(delta)}))
+        est = result["estimates"]["energy_per_site"]
+        rows.append({"delta": float(delta), "energy": est["mean"], "error": est["error"], "result": result})
+        if progress is not None:
+            progress(k + 1, len(deltas))
+    return rows
+
+
+def parabola_minimum(x, y, dy) -> tuple[float, float]:
+    """Minimum of the weighted quadratic fit y ≈ a + b x + c x², with its error from the fit covariance."""
+    coef, cov = np.polyfit(np.asarray(x), np.asarray(y), 2, w=1.0 / np.asarray(dy), cov="unscaled")
+    c, b = coef[0], coef[1]
+    x0 = -b / (2 * c)
+    grad = np.array([b / (2 * c * c), -1 / (2 * c), 0.0])  # ∂x0/∂(c, b, a)
+    return float(x0), float(np.sqrt(grad @ cov @ grad))
+
+
+def memory_table(sizes=(5, 9, 15), doping: float = 0.1) -> list[dict]:
+    """Table 4.1 redone: sizes and bytes of Ψ⁻¹, the pair function and the site list."""
+    return [{"L": L} | LatticeRVB(L=L, doping=doping).memory_bytes() for L in sizes]
+
+
+def time_cpu(L: int, chains: int = 32, sweeps: int = 100, threads: int | None = None, seed: int = 1) -> dict:
+    """Seconds per sweep per chain (equilibration and measured sweeps) of the CPU kernel at Table 6.1
+    parameters, and the extrapolation to study 000's 5000 + 5000 sweeps for ``chains`` chains."""
+    import numba
+
+    from ..backends.lattice_chains import CpuChains
+    from ..rng import seed_states
+
+    system = LatticeRVB(L=L, **TABLE_61)
+    state = system.random_configurations(chains, np.random.default_rng(seed))
+    runner = CpuChains(system, state, seed_states(seed, chains))
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads or previous)
+    try:
+        runner.sweep(1)  # compile outside the clock
+        start = time.perf_counter()
+        runner.sweep(sweeps, measure=False)
+        equilibration = (time.perf_counter() - start) / sweeps
+        start = time.perf_counter()
+        runner.sweep(sweeps)
+        accumulation = (time.perf_counter() - start) / sweeps
+    finally:
+        numba.set_num_threads(previous)
+    full = 5000 * (equilibration + accumulation)
+    return {"L": L, "chains": chains, "threads": threads or previous, "sweeps_timed": sweeps,
+            "s_per_sweep_equilibration": equilibration, "s_per_sweep_accumulation": accumulation,
+            "s_full_run": full, "core_s_per_chain": full / chains * (threads or previous)}
