@@ -17,9 +17,11 @@ import numpy as np
 from ..backends.lattice_chains import configuration_energies
 from ..methods.lattice_vmc import LatticeRun, LatticeRunConfig
 from ..systems import lattice_exact
-from ..systems.lattice_rvb import LatticeRVB
+from ..systems.lattice_rvb import LatticeRVB, add_correlations
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "lattice_rvb.json"
+DATA = Path(__file__).resolve().parents[2] / "data"
+RECORDED = DATA / "lattice_rvb_recorded.json"   # energies (benchmarks/lattice_energies.py)
+TIMINGS = DATA / "lattice_rvb_timings.json"     # device timings (benchmarks/lattice_chains.py)
 
 # Table 6.1: t = 1, t′ = t″ = 0, J = 0.3, x = 0.1, Δ = 1.5, μ = 0; 32 chains, 5000 + 5000 sweeps
 TABLE_61 = {"J": 0.3, "doping": 0.1, "delta": 1.5, "mu": 0.0}
@@ -37,9 +39,9 @@ TABLE_41 = {5: {"n_sites": 26, "n_electrons": 24, "n_pairs": 12, "psi_inv": 1152
                  "plist": 816}}
 
 
-def reference_data() -> dict:
-    """``data/lattice_rvb.json``: the thesis's numbers and qmckit's recorded energies."""
-    return json.loads(DATA.read_text())
+def recorded(path: Path = RECORDED) -> dict | None:
+    """A recorded-results file as a dict (None if it has not been written yet)."""
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def all_configurations(system: LatticeRVB) -> tuple[np.ndarray, np.ndarray]:
@@ -83,6 +85,65 @@ def exact_check(system: LatticeRVB) -> dict:
             "kinetic": float(weights @ local[:, 0]) / n, "exchange": float(weights @ local[:, 1]) / n,
             "expectation": lattice_exact.variational_energy(h, psi) / n,
             "ground_state": lattice_exact.ground_state_energy(h) / n}
+
+
+def correlations(system: LatticeRVB, state: dict, weights: np.ndarray | None = None) -> dict:
+    """Spin and d-wave pair correlations per displacement r, averaged over configurations (chain arrays
+    of :meth:`LatticeRVB.chain_state`) with ``weights`` (default equal): ``spin`` (N_s,) ⟨S^z_0 S^z_r⟩,
+    ``pairing`` (N_s,) P_d(r): the sum of :func:`~qmckit.systems.lattice_rvb.add_correlations` divided by
+    the number of (i, δ, δ′) terms whose bonds share no site (the mean signed bond-pair correlation;
+    0 where every term overlaps), ``distance`` (N_s,) |r| (minimum image), ``terms`` those terms per i."""
+    n, m = system.n_sites, system.size
+    translate = system.cluster.translations()
+    step, step_sign = system.cluster.unit_steps()
+    n_conf = state["up_site"].shape[0]
+    weights = np.full(n_conf, 1.0 / n_conf) if weights is None else np.asarray(weights) / np.sum(weights)
+    spin, pairing, counts = np.zeros(n), np.zeros(n), np.zeros(n)
+    F, G = np.empty((n, m)), np.empty((m, n))
+    for w in range(n_conf):
+        s, p, c = np.zeros(n), np.zeros(n), np.zeros(n)
+        add_correlations(system.pair, translate, step, step_sign, state["up_site"][w], state["dn_site"][w],
+                         state["up_at"][w], state["dn_at"][w], state["ainv"][w], F, G, s, p, c)
+        spin += weights[w] * s
+        pairing += weights[w] * p
+        counts = c
+    return {"spin": spin, "pairing": np.divide(pairing * n, counts, out=np.zeros(n), where=counts > 0),
+            "distance": minimum_image_distances(system.cluster), "terms": counts / n}
+
+
+def sample_correlations(L: int, chains: int = 8, samples: int = 200, sweeps_between: int = 2, equilibration: int = 200,
+                        seed: int = 1, **params) -> dict:
+    """VMC spin and pair correlations (:func:`correlations`) at Table 6.1 parameters (overridden by
+    ``params``): mean over ``samples`` × ``chains`` configurations, with the standard error over chains."""
+    from ..backends.lattice_chains import CpuChains
+    from ..rng import seed_states
+
+    system = LatticeRVB(**({"L": L} | TABLE_61 | params))
+    start, streams = np.random.SeedSequence(seed).spawn(2)
+    runner = CpuChains(system, system.random_configurations(chains, np.random.default_rng(start)),
+                       seed_states(streams, chains))
+    runner.sweep(equilibration, measure=False)
+    per_chain = {"spin": np.zeros((chains, system.n_sites)), "pairing": np.zeros((chains, system.n_sites))}
+    for _ in range(samples):
+        runner.sweep(sweeps_between, measure=False)
+        for w in range(chains):
+            one = correlations(system, {k: v[w:w + 1] for k, v in runner.state.items()})
+            for key in per_chain:
+                per_chain[key][w] += one[key] / samples
+    out = {"distance": minimum_image_distances(system.cluster), "system": system}
+    for key, values in per_chain.items():
+        out[key] = values.mean(axis=0)
+        out[key + "_error"] = values.std(axis=0, ddof=1) / np.sqrt(chains)
+    return out
+
+
+def minimum_image_distances(cluster) -> np.ndarray:
+    """|r| of each displacement r (site index read from site 0), the shortest periodic image."""
+    L, n = cluster.L, cluster.n_sites
+    r = cluster.coords - cluster.coords[0]
+    images = ([(a * L + b * -1, a * 1 + b * L) for a in (-1, 0, 1) for b in (-1, 0, 1)] if cluster.kind == "tilted"
+              else [(a * L, b * L) for a in (-1, 0, 1) for b in (-1, 0, 1)])
+    return np.min([np.hypot(r[:, 0] + dx, r[:, 1] + dy) for dx, dy in images], axis=0)
 
 
 def run_energy(L: int, chains: int = 32, steps: int = 5000, equilibration: int = 5000, seed: int = 13213,

@@ -52,6 +52,17 @@ class Cluster:
         """Whether k = (0, 0) is an allowed momentum."""
         return bool(np.any(np.all(np.abs(self.momenta) < 1e-12, axis=1)))
 
+    def translations(self) -> np.ndarray:
+        """(N_s, N_s) table: entry [i, r] is the site r_i + r_r (site r read as the displacement from site 0)."""
+        if self.kind == "tilted":
+            return (np.arange(self.n_sites)[:, None] + np.arange(self.n_sites)[None, :]) % self.n_sites
+        x, y = self.coords[:, 0], self.coords[:, 1]
+        return ((x[:, None] + x[None, :]) % self.L) + self.L * ((y[:, None] + y[None, :]) % self.L)
+
+    def unit_steps(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sites i + x̂ and i + ŷ (N_s, 2) and the boundary sign of those bonds (N_s, 2)."""
+        return self.neighbours[:, [0, 2]].copy(), np.sign(self.hopping[:, [0, 2]])
+
     def hop_list(self) -> tuple[np.ndarray, np.ndarray]:
         """Each directed neighbour pair once as an undirected hop: ``(pairs (n, 2), amplitudes (n,))``.
 

@@ -202,6 +202,21 @@ def hamiltonian(n_sites, n_pairs, hops, hop_t, bonds, J, projected=True):
                          shape=(dim, dim)).tocsr()
 
 
+def operator(n_sites, n_pairs, terms, projected=True):
+    """A general operator Σ coefficient · (string of c†/c) as a CSR matrix (D, D) in the basis order.
+
+    ``terms`` is a list of ``(coefficient, ops)``, ``ops`` = [(mode, create), ...] written left to
+    right as in the formula; mode = site for spin up, n_sites + site for spin down. Results outside
+    the basis are dropped (the projector P of a projected space).
+    """
+    _check_sizes(n_sites, n_pairs, projected)
+    modes = _modes(*basis(n_sites, n_pairs, projected), n_sites)
+    lookup = _Lookup(modes)
+    parts = [_off_diagonal(modes, lookup, ops, coefficient) for coefficient, ops in terms]
+    rows, cols, vals = (np.concatenate([part[k] for part in parts]) for k in range(3))
+    return sp.coo_matrix((vals, (rows, cols)), shape=(len(modes), len(modes))).tocsr()
+
+
 # ----------------------------------------------------------------------------- energies
 
 def ground_state_energy(H, return_vector=False):

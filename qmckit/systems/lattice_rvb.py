@@ -387,15 +387,11 @@ def ratio_swap(pair, ainv, up_site, dn_site, k, l, work):
 
 
 @nb.njit(cache=True)
-def local_energy(pair, neighbours, hopping, bonds, J, projected, n_pairs, up_site, dn_site, up_at, dn_at, ainv,
-                 F, G):
-    """(E_kin, E_J, double occupancy) of one configuration, whole cluster, in t (module docstring).
-
-    ``F`` (N_s, M) and ``G`` (M, N_s) are scratch: the hop ratios of every electron to every site.
-    """
-    n = up_at.shape[0]
+def hop_ratios(pair, up_site, dn_site, ainv, F, G):
+    """F[b, c] = Σ_l φ(b, R↓_l) A⁻¹[l, c] (up electron c → site b) and G[l, a] = Σ_k A⁻¹[l, k] φ(R↑_k, a)
+    (down electron l → site a), for every real site, into F (N_s, M) and G (M, N_s)."""
+    n = F.shape[0]
     m = ainv.shape[0]
-    # F[b, c] = Σ_l φ(b, R↓_l) A⁻¹[l, c];  G[l, a] = Σ_k A⁻¹[l, k] φ(R↑_k, a)
     rows = np.empty((n, m))
     cols = np.empty((m, n))
     for s in range(n):
@@ -404,6 +400,32 @@ def local_energy(pair, neighbours, hopping, bonds, J, projected, n_pairs, up_sit
             cols[l, s] = pair[up_site[l], s]
     F[:, :] = np.dot(rows, ainv)
     G[:, :] = np.dot(ainv, cols)
+
+
+@nb.njit(cache=True)
+def two_electron_ratio(pair, ainv, up_site, F, G, k, b, l, d):
+    """Ψ(x′)/Ψ(x) for up electron k → site b together with down electron l → site d, from the hop
+    ratios F, G of :func:`hop_ratios` (a rank-2 Sherman–Morrison step, O(M)):
+
+        R = F[b,k] G[l,d] + A⁻¹[l,k] (φ(b, d) − Σ_c F[b,c] φ(R↑_c, d)).
+
+    d = R↑_k, b = R↓_l is the spin swap of the exchange term; other sites give pair hops.
+    """
+    h = 0.0
+    for c in range(ainv.shape[0]):
+        h += F[b, c] * pair[up_site[c], d]
+    return F[b, k] * G[l, d] + ainv[l, k] * (pair[b, d] - h)
+
+
+@nb.njit(cache=True)
+def local_energy(pair, neighbours, hopping, bonds, J, projected, n_pairs, up_site, dn_site, up_at, dn_at, ainv,
+                 F, G):
+    """(E_kin, E_J, double occupancy) of one configuration, whole cluster, in t (module docstring).
+
+    ``F`` (N_s, M) and ``G`` (M, N_s) are scratch: the hop ratios of every electron to every site.
+    """
+    n = up_at.shape[0]
+    hop_ratios(pair, up_site, dn_site, ainv, F, G)
     kinetic = 0.0
     for s in range(n):
         for spin in range(2):
@@ -427,15 +449,55 @@ def local_energy(pair, neighbours, hopping, bonds, J, projected, n_pairs, up_sit
                 a, b = j, i
             else:
                 continue
-            k = up_at[a]  # up electron k: a → b;  down electron l: b → a
-            l = dn_at[b]
-            h = 0.0
-            for c in range(m):
-                h += F[b, c] * pair[up_site[c], a]
-            swap = ainv[l, k] * pair[b, a] + F[b, k] * G[l, a] - ainv[l, k] * h
+            swap = two_electron_ratio(pair, ainv, up_site, F, G, up_at[a], b, dn_at[b], a)  # ↑: a → b, ↓: b → a
             exchange -= 0.5 * J * (1.0 + swap)
     double = 0
     for s in range(n):
         if up_at[s] >= 0 and dn_at[s] >= 0:
             double += 1
     return kinetic, exchange, double
+
+
+@nb.njit(cache=True)
+def add_correlations(pair, translate, step, step_sign, up_site, dn_site, up_at, dn_at, ainv, F, G, spin, pairing,
+                     counts):
+    """Add one configuration's spin and d-wave pair correlations per displacement r (site index of r).
+
+    spin[r]    += (1/N_s) Σ_i S^z_i S^z_{i+r}            (⟨S_0·S_r⟩ = 3⟨S^z_0 S^z_r⟩ in a singlet)
+    pairing[r] += (1/N_s) Σ_i Σ_{δ,δ′ ∈ {x̂, ŷ}} g_δ g_δ′ E_L[Δ†_{i,δ} Δ_{i+r,δ′}],  g_x̂ = 1, g_ŷ = −1,
+                  Δ†_{i,δ} = (c†_{i↑} c†_{i+δ↓} − c†_{i↓} c†_{i+δ↑})/√2, for bond pairs that share no site
+    counts[r]  += the number of (i, δ, δ′) terms that share no site (to normalise ``pairing``)
+
+    The pair term moves the singlet on bond (i+r, i+r+δ′) onto the empty bond (i, i+δ): ½ Σ of the
+    two-electron ratios over both ways of placing ↑ and ↓ (each enters with a plus sign).
+    ``translate[i, r]`` is the site i + r; ``step[i, 0/1]`` the sites i + x̂, i + ŷ with ``step_sign``
+    the boundary sign of that bond (−1 across the square cluster's antiperiodic x boundary).
+    F, G are scratch (N_s, M), (M, N_s).
+    """
+    n = up_at.shape[0]
+    hop_ratios(pair, up_site, dn_site, ainv, F, G)
+    for r in range(n):
+        for i in range(n):
+            j = translate[i, r]
+            si = 0.5 if up_at[i] >= 0 else (-0.5 if dn_at[i] >= 0 else 0.0)
+            sj = 0.5 if up_at[j] >= 0 else (-0.5 if dn_at[j] >= 0 else 0.0)
+            spin[r] += si * sj / n
+            for di in range(2):
+                i2 = step[i, di]
+                for dj in range(2):
+                    j2 = step[j, dj]
+                    if i == j or i == j2 or i2 == j or i2 == j2:
+                        continue
+                    counts[r] += 1
+                    if up_at[i] >= 0 or dn_at[i] >= 0 or up_at[i2] >= 0 or dn_at[i2] >= 0:
+                        continue  # the target bond must be empty
+                    if up_at[j] >= 0 and dn_at[j2] >= 0:
+                        k, l = up_at[j], dn_at[j2]
+                    elif dn_at[j] >= 0 and up_at[j2] >= 0:
+                        k, l = up_at[j2], dn_at[j]
+                    else:
+                        continue
+                    value = 0.5 * (two_electron_ratio(pair, ainv, up_site, F, G, k, i, l, i2)
+                                   + two_electron_ratio(pair, ainv, up_site, F, G, k, i2, l, i))
+                    sign = (1.0 if di == dj else -1.0) * step_sign[i, di] * step_sign[j, dj]
+                    pairing[r] += sign * value / n
