@@ -349,7 +349,7 @@ def time_gpu_case(cuda, el, W, threads, pool, reps, target_s, case_budget, max_e
            "mean_E_L": float(np.mean(energies)), "first_launch_s": round(first, 3),
            "case_seconds": round(time.perf_counter() - t_case, 2)}
     try:
-        row["registers"] = None if simulated else int(list(cuda_atom.kernels()["sweep"].get_regs_per_thread().values())[0])
+        row["registers"] = None if simulated else sweeper.registers()["sweep"]
     except Exception:  # noqa: BLE001
         row["registers"] = None
     return row

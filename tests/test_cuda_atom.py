@@ -47,6 +47,7 @@ def _child() -> dict:
     from qmckit.backends.cuda_driver import CudaVMC, sweeper_class
     from qmckit.methods.dmc import DMC
     from qmckit.methods.vmc import VMC
+    from qmckit.systems import atom as atom_module
     from qmckit.systems.atom import Atom, _views
     from qmckit.walkers import Walkers
 
@@ -146,11 +147,33 @@ def _child() -> dict:
         system = Atom(element=element, en_cusp=True)
         walkers = Walkers.from_positions(system.initial_positions(W, np.random.default_rng(seed)), 10 + seed,
                                          system.cache_size())
-        e_gpu = cuda_atom.CudaAtomSweeper(system, walkers.copy()).local_energies()
-        e_off = cuda_atom.CudaAtomSweeper(Atom(element=element), walkers.copy()).local_energies()
+        on = cuda_atom.CudaAtomSweeper(system, walkers.copy())
+        off = cuda_atom.CudaAtomSweeper(Atom(element=element), walkers.copy())
+        e_gpu, e_off = on.local_energies(), off.local_energies()
         e_cpu = VMC(system, walkers.copy()).local_energies()
+        e_off_cpu = VMC(Atom(element=element), walkers.copy()).local_energies()
+        # the compile-time switch: the variant without the e–n code ignores the run-time flag (its
+        # code is gone), and the general kernel with the flag off gives the factor-free energies
+        on._k = cuda_atom.kernels(en_cusp=False)
+        e_dead = on.local_energies()
+        off._k = cuda_atom.kernels(en_cusp=True)
+        e_general_off = off.local_energies()
         out.setdefault("en_cusp", {})[element] = {"d_energy": float(np.abs(e_gpu - e_cpu).max()),
-                                                  "d_on_off": float(np.abs(e_gpu - e_off).max())}
+                                                  "d_on_off": float(np.abs(e_gpu - e_off).max()),
+                                                  "d_off": float(np.abs(e_off - e_off_cpu).max()),
+                                                  "d_dead_vs_off": float(np.abs(e_dead - e_off).max()),
+                                                  "d_general_off": float(np.abs(e_general_off - e_off).max()),
+                                                  "variants": [on.en_cusp_code, off.en_cusp_code]}
+    d_on, d_off = cuda_atom.device_functions(True), cuda_atom.device_functions(False)
+    out["variants"] = {
+        "kernels_cached": cuda_atom.kernels() is cuda_atom.kernels(en_cusp=True) is cuda_atom.kernels(1),
+        "kernels_distinct": cuda_atom.kernels(en_cusp=False) is not cuda_atom.kernels(en_cusp=True),
+        "constant": [d_on["test_move"].py_func.__globals__["EN_CUSP_CODE"],
+                     d_off["test_move"].py_func.__globals__["EN_CUSP_CODE"]],
+        "shared_slater": d_on["invert"] is d_off["invert"],
+        "cpu_constant": atom_module.EN_CUSP_CODE,
+        "register_counts": cuda_atom.register_counts(element="He"),
+    }
     system = Atom(element="Be", en_cusp=True)
     walkers = Walkers.from_positions(system.initial_positions(4, np.random.default_rng(2)), 12, system.cache_size())
     w_cpu, e_cpu, acc_cpu = cpu_run(system, walkers, "drift", 3)
@@ -337,8 +360,24 @@ def test_en_cusp_factor_on_the_device(sim):
         assert row["d_energy"] < 1e-10 * 200, (element, row)
         assert row["d_on_off"] > 1e-3, (element, row)  # the factor is really switched on
     twin = sim["en_cusp_twin"]
+    assert sim["en_cusp"]["Be"]["variants"] == [True, False]  # the sweeper picks the variant from the system
     assert twin["d_energy"] < 1e-9 and twin["d_pos"] < 1e-12 and twin["rng_equal"], twin
     assert 0 < twin["accepted"] < 3 * 4 * 4 and twin["d_cache"] < 1e-10, twin
+
+
+def test_en_cusp_code_is_a_compile_time_switch(sim):
+    """kernels(en_cusp=False) is compiled with atom.EN_CUSP_CODE = False: the e–n code is gone (the
+    run-time flag is ignored), while the general kernels (the default) follow the run-time flag."""
+    for element, row in sim["en_cusp"].items():
+        assert row["d_off"] < 1e-10 * 200, (element, row)
+        assert row["d_dead_vs_off"] < 1e-12 * 200, (element, row)
+        assert row["d_general_off"] < 1e-12 * 200, (element, row)
+    v = sim["variants"]
+    assert v["kernels_cached"] and v["kernels_distinct"] and v["shared_slater"], v
+    assert v["constant"] == [True, False] and v["cpu_constant"] is True, v
+    # no registers in the simulator, but the helper runs (compiling = one launch per variant)
+    assert v["register_counts"] == {f"en_cusp={b}": {"sweep": None, "energy": None, "sweep_local_bytes": None,
+                                                     "energy_local_bytes": None} for b in (False, True)}, v
 
 
 def test_dmc_with_gpu_driver_equals_cpu_dmc(sim):

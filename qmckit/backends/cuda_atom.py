@@ -30,6 +30,15 @@ functions allocates, so nothing else changes. Same walkers and RNG states theref
 CPU's numbers: positions and energies to round-off (FMA contraction and libdevice's last bits in
 exp/log/sqrt/sin/cos), the same accept/reject decisions and the same random streams.
 
+Two variants of the twins and kernels: the optional e–n cusp factor's code sits behind
+``if EN_CUSP_CODE and p[P_EN] != 0.0`` in :mod:`qmckit.systems.atom`, and the twins are compiled
+with the module-global constant ``EN_CUSP_CODE`` set to the system's ``en_cusp``
+(``kernels(en_cusp=...)``; :class:`CudaAtomSweeper` picks it from the parameter vector). Without the
+factor its code is dead at compile time, so the compiler keeps no registers live for a run-time
+branch that is never taken (the Ne sweep's register count decides how many warps fit on an SM);
+``kernels()`` with the default ``en_cusp=True`` is the general kernel. :func:`register_counts`
+reports both variants' registers on a GPU.
+
 Layout of the per-walker state: walker-fastest
 -----------------------------------------------
 Global memory holds, for W walkers, N electrons and n = N/2 orbitals per spin,
@@ -74,6 +83,7 @@ _BRUTE, _DRIFT = 0, 1
 MAX_ELECTRONS = 10  # Ne; the per-thread scratch is sized for it
 MAX_ORBITALS = MAX_ELECTRONS // 2
 N_PARAMS = 8  # Atom.kernel_params: Z, α, β, jastrow, ee, reject_node_crossing, en_cusp, β_en
+_P_EN = 6  # qmckit.systems.atom.P_EN (not imported here: importing this module stays cheap)
 
 cuda = None  # numba.cuda, imported on first use; a module global so that the simulator can swap it
 
@@ -110,46 +120,76 @@ def _twin(dispatcher, namespace, device_kw):
 
 
 @functools.lru_cache(maxsize=None)
-def device_functions() -> dict:
-    """CUDA twins of the atom kernels (by name): recompute, gradient, test_move, accept_move,
-    local_energy, _orbitals, the Slater helpers and the drift cap. ``_views`` is the identity on
-    the GPU: a kernel passes the cache as the tuple (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP)."""
-    c = _cuda()
+def _shared_twins() -> dict:
+    """Device twins that do not depend on the e–n switch: the Slater helpers and the drift cap."""
     from . import cuda_rng
     from ..methods import vmc
-    from ..systems import atom, slater
+    from ..systems import slater
 
     kw = cuda_rng._DEVICE_KW
     slater_ns = dict(vars(slater))
     slater_twins = {name: _twin(getattr(slater, name), slater_ns, kw)
                     for name in ("invert", "det_ratio", "sherman_morrison_row")}
     slater_ns.update(slater_twins)
+    vmc_ns = dict(vars(vmc))
+    return {**slater_twins, "drift_scale": _twin(vmc._drift_scale, vmc_ns, kw)}
+
+
+def device_functions(en_cusp: bool = True) -> dict:
+    """CUDA twins of the atom kernels (by name): recompute, gradient, test_move, accept_move,
+    local_energy, _orbitals, the Slater helpers and the drift cap. ``_views`` is the identity on
+    the GPU: a kernel passes the cache as the tuple (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP).
+
+    ``en_cusp`` is the compile-time switch ``EN_CUSP_CODE`` of :mod:`qmckit.systems.atom`: with
+    False the e–n cusp factor's code is compiled out (the run-time flag p[P_EN] is then ignored, so
+    these twins are only for systems without the factor); True (the default) gives the general
+    twins, where p[P_EN] decides at run time."""
+    return _device_functions(bool(en_cusp))
+
+
+@functools.lru_cache(maxsize=None)
+def _device_functions(en_cusp: bool) -> dict:
+    c = _cuda()
+    from . import cuda_rng
+    from ..systems import atom
+
+    kw = cuda_rng._DEVICE_KW
+    shared = _shared_twins()
+    slater_twins = {name: shared[name] for name in ("invert", "det_ratio", "sherman_morrison_row")}
 
     def _views(cache, N):
         return cache
 
     atom_ns = dict(vars(atom))
     atom_ns.update(slater_twins)
+    atom_ns["EN_CUSP_CODE"] = en_cusp  # frozen as a constant when the twins are compiled
     atom_ns["_views"] = c.jit(**kw)(_views)
     atom_twins = {name: _twin(getattr(atom, name), atom_ns, kw)
                   for name in ("_orbitals", "_pair_a", "_en_pade", "recompute", "gradient", "test_move", "accept_move",
                                "local_energy")}
     atom_ns.update(atom_twins)
-    vmc_ns = dict(vars(vmc))
-    drift_scale = _twin(vmc._drift_scale, vmc_ns, kw)
-    return {**slater_twins, **atom_twins, "_views": atom_ns["_views"], "drift_scale": drift_scale}
+    return {**slater_twins, **atom_twins, "_views": atom_ns["_views"], "drift_scale": shared["drift_scale"]}
+
+
+def kernels(en_cusp: bool = True) -> dict:
+    """The compiled-on-demand kernels: ``sweep`` (thread per walker) and ``energy`` (rebuild the
+    caches and, with ``measure``, write every walker's local energy).
+
+    ``en_cusp``: with False the e–n cusp factor's code is compiled out (fewer live registers; only
+    for systems without the factor, see :func:`device_functions`); True (the default) gives the
+    general kernels, correct for every parameter vector. :class:`CudaAtomSweeper` picks the
+    variant from its system's parameters. One set of kernels per variant (cached)."""
+    return _kernels(bool(en_cusp))
 
 
 @functools.lru_cache(maxsize=None)
-def kernels() -> dict:
-    """The compiled-on-demand kernels: ``sweep`` (thread per walker) and ``energy`` (rebuild the
-    caches and, with ``measure``, write every walker's local energy)."""
+def _kernels(en_cusp: bool) -> dict:
     import numba
 
     c = _cuda()
     from . import cuda_rng
 
-    d = device_functions()
+    d = device_functions(en_cusp)
     recompute = d["recompute"]
     gradient = d["gradient"]
     test_move = d["test_move"]
@@ -285,6 +325,9 @@ class CudaAtomSweeper:
     layout : "auto" | "thread" (one thread per walker; the only layout for atoms)
     dtype : np.float64 (the only precision for atoms)
     threads_per_block : threads per block (default 128)
+
+    ``en_cusp_code`` says which kernel variant runs: the e–n cusp factor's code compiled in (True,
+    the system has ``en_cusp``) or compiled out (False); :meth:`registers` gives its register counts.
     """
 
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
@@ -322,10 +365,13 @@ class CudaAtomSweeper:
         self.threads = threads
         self.shared_bytes = 0
         self.blocks = (walkers.n_walkers + threads - 1) // threads
-        self._k = kernels()
         self._params_host = np.ascontiguousarray(system.kernel_params, dtype=np.float64)
         if self._params_host.shape != (N_PARAMS,):
             raise ValueError(f"system.kernel_params must have {N_PARAMS} entries, got {self._params_host.shape}")
+        # the e–n cusp factor's code is compiled in only where the parameters switch it on (the
+        # kernels read exactly this vector, so its flag, = system.params.en_cusp, decides)
+        self.en_cusp_code = bool(self._params_host[_P_EN] != 0.0)
+        self._k = kernels(en_cusp=self.en_cusp_code)
         self._energies = {}
         self.last_accepted = np.zeros(walkers.n_walkers, dtype=np.int64)
         self.from_host()
@@ -466,6 +512,65 @@ class CudaAtomSweeper:
         proposed = n_sweeps * W * N
         return out, (self.last_accepted.sum() / proposed if proposed else 0.0)
 
+    def registers(self) -> dict:
+        """Registers per thread of this sweeper's compiled kernels, {"sweep": int, "energy": int}
+        (None for a kernel not compiled yet, and under the simulator)."""
+        return {name: _regs(kernel) for name, kernel in self._k.items()}
+
     def __repr__(self):
         return (f"CudaAtomSweeper({self.system!r}, W={self.walkers.n_walkers}, sampler={self.sampler!r}, "
                 f"threads={self.threads})")
+
+
+# --------------------------------------------------------------------------------------------
+# register usage (real GPU only)
+# --------------------------------------------------------------------------------------------
+def _regs(kernel):
+    """Registers per thread of a compiled kernel (its first compiled signature; the atom kernels are
+    compiled for one signature), or None (not compiled yet, or the simulator)."""
+    get = getattr(kernel, "get_regs_per_thread", None)
+    if get is None:
+        return None
+    regs = get()
+    if isinstance(regs, dict):
+        regs = next(iter(regs.values()), None)
+    return None if regs is None else int(regs)
+
+
+def _local_bytes(kernel):
+    get = getattr(kernel, "get_local_mem_per_thread", None)
+    if get is None:
+        return None
+    size = get()
+    if isinstance(size, dict):
+        size = next(iter(size.values()), None)
+    return None if size is None else int(size)
+
+
+def register_counts(element: str = "Ne", compile: bool = True) -> dict:
+    """Registers (and local memory bytes) per thread of the sweep and energy kernels, per e–n variant:
+
+        {"en_cusp=False": {"sweep": 152, "energy": 96, "sweep_local_bytes": ..., ...}, "en_cusp=True": {...}}
+
+    With ``compile`` (the default) each variant is first compiled by a one-sweep launch of one
+    ``element`` walker (drift sampler), so this works in a fresh process; without it, only kernels
+    compiled already are reported (None otherwise). On a GPU machine:
+
+        python -c "from qmckit.backends import cuda_atom; print(cuda_atom.register_counts())"
+
+    Under the simulator there are no registers: every count is None."""
+    out = {}
+    for en_cusp in (False, True):
+        if compile:
+            from ..systems.atom import Atom
+            from ..walkers import Walkers
+
+            system = Atom(element=element, en_cusp=en_cusp)
+            walkers = Walkers.from_positions(system.initial_positions(1, np.random.default_rng(0)), 1, 0)
+            sweeper = CudaAtomSweeper(system, walkers, sampler="drift", dt=0.01, threads_per_block=32)
+            sweeper.sweep(1)  # compiles both kernels (the constructor ran the energy kernel)
+        k = kernels(en_cusp=en_cusp)
+        row = {name: _regs(kernel) for name, kernel in k.items()}
+        row.update({f"{name}_local_bytes": _local_bytes(kernel) for name, kernel in k.items()})
+        out[f"en_cusp={en_cusp}"] = row
+    return out

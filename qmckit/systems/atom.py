@@ -97,6 +97,12 @@ P_Z, P_ALPHA, P_BETA, P_JASTROW, P_EE, P_REJECT, P_EN, P_BETA_EN = range(8)
 A_ANTIPARALLEL = 0.5
 A_PARALLEL = 0.25
 BETA_EN_PER_ALPHA = 2.0  # default β_en = 2α: the e–n factor's range 1/β_en is half the 1s radius 1/α
+# Compile-time switch for the e–n cusp factor's code: every e–n branch of the kernels below reads
+# ``if EN_CUSP_CODE and p[P_EN] != 0.0``. numba freezes module globals as constants when it compiles,
+# so with False that code is dead and removed. The CPU kernels keep True (the run-time flag p[P_EN]
+# decides); the GPU twins (qmckit.backends.cuda_atom.device_functions) are compiled with False for
+# systems without the factor, so that the compiler keeps no registers live for it.
+EN_CUSP_CODE = True
 _PRINCIPAL = (1, 2, 2, 2, 2)  # principal quantum number of orbital j
 
 
@@ -295,7 +301,7 @@ def log_psi(R, p):
             for l in range(i + 1, N):
                 r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
                 total += _pair_a(i, l, n) * r / (1.0 + beta * r)
-    if p[P_EN] != 0.0:
+    if EN_CUSP_CODE and p[P_EN] != 0.0:
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
         for i in range(N):
             u, _, _ = _en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
@@ -338,7 +344,7 @@ def recompute(R, p, cache):
                 JG[l, 0] -= c * dx
                 JG[l, 1] -= c * dy
                 JG[l, 2] -= c * dz
-    if p[P_EN] != 0.0:  # the one-body e–n term is part of ∇_i U
+    if EN_CUSP_CODE and p[P_EN] != 0.0:  # the one-body e–n term is part of ∇_i U
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
         for i in range(N):
             _, g, _ = _en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
@@ -420,7 +426,7 @@ def test_move(R, p, cache, i, r_new, grad_new):
             gy += cn * dyn
             gz += cn * dzn
         log_ratio += delta
-    if p[P_EN] != 0.0:  # only the moved electron's own e–n term changes
+    if EN_CUSP_CODE and p[P_EN] != 0.0:  # only the moved electron's own e–n term changes
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
         u_old, _, _ = _en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
         u_new, g, _ = _en_pade(math.sqrt(x * x + y * y + z * z), c_en, beta_en)
@@ -466,7 +472,7 @@ def accept_move(R, p, cache, i, r_new, grad_new):
         JG[i, 0] = jx
         JG[i, 1] = jy
         JG[i, 2] = jz
-    if p[P_EN] != 0.0:  # electron i's own e–n gradient at its new position (no other electron's)
+    if EN_CUSP_CODE and p[P_EN] != 0.0:  # electron i's own e–n gradient at its new position (no other electron's)
         _, g, _ = _en_pade(math.sqrt(x * x + y * y + z * z), p[P_Z] - p[P_ALPHA], p[P_BETA_EN])
         if p[P_JASTROW] != 0.0:
             JG[i, 0] += g * x
@@ -490,7 +496,7 @@ def local_energy(R, p, cache):
     Z, alpha, beta = p[P_Z], p[P_ALPHA], p[P_BETA]
     T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
     energy = 0.0
-    en = p[P_EN] != 0.0
+    en = EN_CUSP_CODE and p[P_EN] != 0.0
     c_en, beta_en = Z - alpha, p[P_BETA_EN]
     for i in range(N):
         x, y, z = R[i, 0], R[i, 1], R[i, 2]
