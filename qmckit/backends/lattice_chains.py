@@ -28,6 +28,7 @@ import numba as nb
 import numpy as np
 
 from .. import rng as _rng
+from ..systems.slater import invert
 from ..systems.lattice_rvb import UP, local_energy, ratio_down, ratio_swap, ratio_up, update_down, update_up
 
 SINGULAR_RATIO = 1e-8
@@ -44,7 +45,8 @@ def rebuild_inverse(pair, up_site, dn_site, ainv):
     for k in range(m):
         for l in range(m):
             a[k, l] = pair[up_site[k], dn_site[l]]
-    fresh = np.linalg.inv(a)
+    fresh = np.empty((m, m))
+    invert(a, fresh)  # our Gauss–Jordan, not LAPACK: no library threads inside parallel chains
     drift = np.abs(fresh - ainv).max() / np.abs(fresh).max()
     ainv[:, :] = fresh
     return drift

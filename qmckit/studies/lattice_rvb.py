@@ -1,7 +1,7 @@
 """Study 000 (Rajagopalan, LSU MS thesis 2013): projected d-wave RVB VMC on tilted clusters.
 
 The thesis reports no energies, only sizes and timings; the energies qmckit produces at its Table
-6.1 parameters are new reference numbers (``data/lattice_rvb.json``), fixed by the conventions of
+6.1 parameters are new reference numbers (``data/lattice_rvb_recorded.json``), fixed by the conventions of
 :mod:`qmckit.systems.lattice_rvb`. This module holds the study's parameters and published numbers,
 the exact checks on small clusters (enumeration of every projected configuration, exact
 diagonalisation) and the runs behind the notebook's tables.
@@ -168,8 +168,12 @@ def energy_scan(deltas, L: int = 5, chains: int = 32, steps: int = 2000, equilib
 
 
 def parabola_minimum(x, y, dy) -> tuple[float, float]:
-    """Minimum of the weighted quadratic fit y ≈ a + b x + c x², with its error from the fit covariance."""
-    coef, cov = np.polyfit(np.asarray(x), np.asarray(y), 2, w=1.0 / np.asarray(dy), cov="unscaled")
+    """Minimum of the weighted quadratic fit y ≈ a + b x + c x², with its error from the fit covariance
+    (scaled by √(χ²/dof) when the parabola fits worse than the error bars allow)."""
+    x, y, dy = (np.asarray(v, dtype=float) for v in (x, y, dy))
+    coef, cov = np.polyfit(x, y, 2, w=1.0 / dy, cov="unscaled")
+    chi2 = float(np.sum(((np.polyval(coef, x) - y) / dy) ** 2))
+    cov = cov * max(1.0, chi2 / max(len(x) - 3, 1))
     c, b = coef[0], coef[1]
     x0 = -b / (2 * c)
     grad = np.array([b / (2 * c * c), -1 / (2 * c), 0.0])  # ∂x0/∂(c, b, a)

@@ -390,16 +390,23 @@ def ratio_swap(pair, ainv, up_site, dn_site, k, l, work):
 def hop_ratios(pair, up_site, dn_site, ainv, F, G):
     """F[b, c] = Σ_l φ(b, R↓_l) A⁻¹[l, c] (up electron c → site b) and G[l, a] = Σ_k A⁻¹[l, k] φ(R↑_k, a)
     (down electron l → site a), for every real site, into F (N_s, M) and G (M, N_s)."""
+    # plain loops, not np.dot: BLAS threads inside chains that already run in parallel oversubscribe
+    # the cores (10× slower at L = 15 on two cores); the inner loops are contiguous and vectorise
     n = F.shape[0]
     m = ainv.shape[0]
-    rows = np.empty((n, m))
-    cols = np.empty((m, n))
+    F[:, :] = 0.0
+    G[:, :] = 0.0
     for s in range(n):
         for l in range(m):
-            rows[s, l] = pair[s, dn_site[l]]
-            cols[l, s] = pair[up_site[l], s]
-    F[:, :] = np.dot(rows, ainv)
-    G[:, :] = np.dot(ainv, cols)
+            phi = pair[s, dn_site[l]]
+            for c in range(m):
+                F[s, c] += phi * ainv[l, c]
+    for l in range(m):
+        for k in range(m):
+            a = ainv[l, k]
+            row = up_site[k]
+            for s in range(n):
+                G[l, s] += a * pair[row, s]
 
 
 @nb.njit(cache=True)

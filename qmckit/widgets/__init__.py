@@ -8,8 +8,9 @@
 Panels: :class:`BosonPanel` (trapped bosons, VMC), :class:`AtomPanel` (He, Be, Ne: VMC and fixed-node
 DMC), :class:`MoleculePanel` (molecules in a Gaussian basis with RHF orbitals from PySCF, VMC and
 fixed-node DMC, energy next to E_RHF) and :class:`PrecisionPanel` (error per element of the orbital
-matrix product against its inner length, per arithmetic). The last two are imported on first use,
-so ``import qmckit.widgets`` stays cheap; neither needs PySCF to import (without it they say so).
+matrix product against its inner length, per arithmetic) and :class:`LatticePanel` (study 000's
+projected d-wave RVB state of the t–J model). The last three are imported on first use, so
+``import qmckit.widgets`` stays cheap; none needs PySCF to import (without it they say so).
 
 ``fast_mode()`` reads ``QMCKIT_FAST`` (small default sizes for CI and notebook fast mode).
 """
@@ -20,10 +21,10 @@ from .bec_panel import BosonPanel
 from .fast import fast_mode
 from .plots import plot_energy_trace, plot_reblock, run_figure
 
-_LAZY = {"MoleculePanel": ".molecule_panel", "PrecisionPanel": ".precision_panel"}
+_LAZY = {"MoleculePanel": ".molecule_panel", "PrecisionPanel": ".precision_panel", "LatticePanel": ".lattice_panel"}
 
-__all__ = ["AtomPanel", "BosonPanel", "MoleculePanel", "PrecisionPanel", "fast_mode", "plot_energy_trace",
-           "plot_reblock", "run_figure"]
+__all__ = ["AtomPanel", "BosonPanel", "LatticePanel", "MoleculePanel", "PrecisionPanel", "fast_mode",
+           "plot_energy_trace", "plot_reblock", "run_figure"]
 
 
 def __getattr__(name):

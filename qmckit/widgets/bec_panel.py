@@ -194,6 +194,9 @@ class BosonPanel:
         self.status.value = f"error: {message}"
         self.progress.bar_style = "danger"
 
+    def _make_run(self, config):
+        return make_run(config)  # VMC here; DMCPanel's config asks for DMC
+
     def _prepare(self) -> VMCRun | None:
         self.error = None
         try:
@@ -202,7 +205,7 @@ class BosonPanel:
             if previous is not None and previous is self._paused and asdict(previous.config) == asdict(config):
                 run = previous  # a stopped run with unchanged settings: continue it
             else:
-                run = make_run(config)  # VMC here; DMCPanel's config asks for DMC
+                run = self._make_run(config)
         except ValueError as exc:
             self._fail(exc)
             return None
