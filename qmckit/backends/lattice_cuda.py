@@ -1,0 +1,1190 @@
+"""Markov chains of the projected RVB state (study 000) on a GPU: the twin of :mod:`.lattice_chains`.
+
+The kernel follows :func:`qmckit.backends.lattice_chains.run_chains` proposal for proposal: the same
+random numbers from each chain's xoroshiro128+ stream (:mod:`qmckit.rng`, compiled for the device by
+:mod:`qmckit.backends.cuda_rng`) in the same order (a uniform for the electron, uniforms for the target
+site until it has no electron of the same spin, one uniform for the decision, drawn even when R² ≥ 1),
+the same swap rule (the Sherman–Morrison step with the larger first ratio goes first; both below 1e-8:
+rebuild A⁻¹ instead), the same periodic rebuild (every ``refresh_every`` sweeps of a call, recording
+max |A⁻¹_old − A⁻¹_new| / max |A⁻¹_new|), the same counters and the same measurement after every
+measured sweep. Same start state and streams therefore give the CPU's chain: identical decisions,
+configurations and streams, A⁻¹ and energies to round-off (block reductions and FMA contraction
+sum in another order than the CPU).
+
+GPU design (study 000 §4, on today's hardware)
+
+* one thread block per chain; the block has T = T_P·M threads rounded up to a multiple of 32 (T_P
+  "threads per column", default 4, M = N_p + ghost the matrix side); ``bfactor`` (default 8) must
+  divide 32 (so its groups sit inside warps);
+* A⁻¹ (M×M float64, rows = down labels, columns = up labels), the site lists and occupations live in
+  SHARED memory for the whole launch (105 KB per block at L = 15 with the work vectors and the
+  measurement tile: above 48 KB the kernel's dynamic shared memory limit is raised, as in
+  :mod:`.helium_chains`); the pair matrix and its transpose stay in global memory (read-only, shared
+  by every chain; the transpose gives row-wise reads for down electrons, as the thesis's TPairfunc);
+* a persistent loop over sweeps and proposals in one launch (equilibration: ``measure=False``;
+  accumulation: ``measure=True``). Every thread draws the same random numbers from its own copy of
+  the chain's stream and takes the same decisions (each reduced value reaches every thread, summed in
+  the same order), so a proposal needs no barrier of its own (the thesis's thread 0 proposes, then
+  a barrier); thread 0 alone writes the configuration and the counters;
+* ratios: the φ values a move needs are first gathered into shared memory in one parallel step
+  (one global-memory latency, one barrier), then the block forms its dot products from shared memory
+  and reduces them (warp shuffles, one slot per warp; the ratio sums alternate between two slot
+  regions, so they need one barrier, not two). On acceptance the Sherman–Morrison update: an up move
+  changes the columns of A⁻¹ — T_P threads per column form f_c = Σ_l φ(b, R↓_l) A⁻¹[l, c] and update
+  their column; a down move changes the rows — ``bfactor`` consecutive threads per row form
+  g_r = Σ_k A⁻¹[r, k] φ(R↑_k, b) and update their row (study 000 §4.4);
+* a swap ratio is the streamlined O(M²) formula of ``ratio_swap`` (no write to A⁻¹) as one block
+  reduction of three sums (f_k, Σ_c A⁻¹[l,c] φ(R↑_c, a), Σ_{c≠k} f_c φ(R↑_c, a)); an accepted swap is
+  two Sherman–Morrison steps in the CPU's order (their first ratios come out of those sums, the
+  column sums f_c of the up step too);
+* the rebuild is an in-block Gauss–Jordan elimination with partial pivoting, in place in shared
+  memory (rows by warp, columns by lane; row interchanges undone as column interchanges at the end);
+  the previous A⁻¹ is kept in per-chain global scratch for the drift;
+* a measurement forms G = A⁻¹ Φ(R↑, sites) (M × N_s) and F = Φ(sites, R↓) A⁻¹ (N_s × M) in per-chain
+  global scratch — the Φ rows are gathered into a shared tile 16 sites at a time, each thread forms
+  4 rows of a column from shared memory — then the hop terms (one per thread) and the exchange terms
+  (one warp per bond, its lanes splitting the sum over c) of ``local_energy`` (same formulas),
+  reduced over the block;
+* every exchange of data between threads crosses a ``syncthreads`` barrier or is a ``*_sync`` warp
+  shuffle with the full mask at a point all 32 lanes reach (no warp-synchronous code: correct on
+  Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
+  shared-memory trees with barriers (always two per block sum);
+* the kernel wants about 220–240 registers per thread; larger blocks get a cap (``max_registers``,
+  one compiled kernel per cap), lowered further until the compiled kernel takes the block. Its
+  counters are kept in shared memory: in registers, the H100 build capped at 128 registers lost the
+  count of proposed swaps (everything else identical);
+* float64 throughout (the acceptance test too).
+
+Measured on an H100 (benchmarks/lattice_chains.py, 32 chains, 5000 + 5000 sweeps, rebuild every
+sweep): L = 5, 9, 15 in 0.82, 2.9 and 17.2 s (Tesla M2070, bfactor 8: 3.19, 17.37, 309.72 s). At
+L = 15 a proposal costs ≈ 4.5 µs, a rebuild ≈ 0.6 ms and a measurement ≈ 0.45 ms per chain: the
+block is latency bound (Nsight Compute: ~6.7 cycles per issued instruction, mostly dependency and
+barrier stalls), and 32 chains use 32 of the 132 SMs (throughput rises 4.1× up to 132 chains).
+``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
+
+``counts`` (W, 5) and ``drift`` (W,) are host arrays, updated after every :meth:`CudaChains.sweep`
+from the launch's own counts (each launch starts from zero on the device), so code may zero or set
+them in place between sweeps (:class:`qmckit.methods.lattice_vmc.LatticeRun` does).
+
+Importing this module never needs CUDA: ``numba.cuda`` is imported on first use, and
+:func:`available` is False (never raising) without a usable GPU.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+from .lattice_chains import N_COUNTERS, SINGULAR_RATIO
+
+cuda = None  # numba.cuda, imported on first use
+
+STATE_KEYS = ("up_site", "dn_site", "up_at", "dn_at", "ainv")
+GROUP_SIZES = (1, 2, 4, 8, 16, 32)  # T_P and bfactor: divisors of a warp
+SHARED_LIMIT_BYTES = 227 * 1024  # the H100's largest dynamic shared memory per block (opt-in)
+DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
+
+
+def _cuda():
+    global cuda
+    if cuda is None:
+        if not hasattr(np, "row_stack"):
+            # numpy ≥ 2.5 removed row_stack (an alias of vstack), but numba-cuda ≤ 0.30's array typing
+            # still registers an overload for it while compiling its first kernel
+            np.row_stack = np.vstack
+        from numba import cuda as _numba_cuda
+
+        cuda = _numba_cuda
+    return cuda
+
+
+def simulated() -> bool:
+    """True when numba runs CUDA code in its simulator (NUMBA_ENABLE_CUDASIM=1 at import time)."""
+    import numba
+
+    return bool(numba.config.ENABLE_CUDASIM)
+
+
+def available() -> bool:
+    """True when a real CUDA GPU can be used here (False under the simulator or without a GPU)."""
+    try:
+        if simulated():
+            return False
+        return bool(_cuda().is_available())
+    except Exception:  # no driver, no numba-cuda, broken toolkit: no GPU for us
+        return False
+
+
+def block_threads(size: int, threads_per_column: int = 4, bfactor: int = 8) -> int:
+    """Threads per block: T_P·M rounded up to a multiple of 32 (and of ``bfactor``)."""
+    step = int(np.lcm(32, bfactor))
+    return -(-threads_per_column * size // step) * step
+
+
+def reduction_doubles(threads: int) -> int:
+    """Shared float64 slots of the block reductions: three values per warp in three regions (the main one
+    and two that the proposals' ratio sums alternate between, so that those need one barrier, not two);
+    the simulator's tree reductions use three values per thread."""
+    return 3 * threads if simulated() else 3 * 96
+
+
+def reduction_ints(threads: int) -> int:
+    return threads if simulated() else 32
+
+
+TILE = 16  # columns of a measurement tile (Φ rows gathered into shared memory)
+
+
+def shared_bytes(size: int, n_sites: int, threads: int) -> int:
+    """Dynamic shared memory of one block: A⁻¹ (M²), four vectors (M), a measurement tile (16·M), the
+    reduction slots and the counters (float64), then the site lists, occupations, pivots, permutation
+    and argmax indices (int32)."""
+    doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + N_COUNTERS
+    ints = 4 * size + 2 * n_sites + reduction_ints(threads)
+    return 8 * doubles + 4 * ints
+
+
+def default_max_registers(threads: int) -> int:
+    """A first guess of the registers per thread that let a block of ``threads`` launch: about 80 % of
+    64 K / threads (measured on an H100: 416 threads launch with 128, not with 144), a multiple of 8,
+    at most 255 (the kernel wants about 240 uncapped). :class:`CudaChains` lowers it further when the
+    compiled kernel says it cannot take the block (``max_threads_per_block``)."""
+    return int(max(32, min(255, (int(0.82 * 65536) // threads) // 8 * 8)))
+
+
+@functools.lru_cache(maxsize=None)
+def kernels(max_registers: int = 255) -> dict:
+    """The chain kernel, compiled lazily, one per register cap (``max_registers`` per thread)."""
+    import numba
+
+    c = _cuda()
+    from . import cuda_rng
+
+    SIM = simulated()
+    dev = c.jit(**cuda_rng._DEVICE_KW)
+    uniform = cuda_rng.uniform
+    f64 = numba.float64
+    i32 = numba.int32
+    u64 = numba.uint64
+    FULL = 0xFFFFFFFF
+    SINGULAR = SINGULAR_RATIO
+    TW = TILE
+    NC = N_COUNTERS
+
+    # --- reductions ----------------------------------------------------------------------------
+    # Every value reduced reaches every thread, summed in the same order, so that all threads take
+    # the same decisions. Loops are while loops: numba's range(start, stop, step) divides (64-bit)
+    # to count its trips, which is slow on a GPU.
+    @dev
+    def block_sum3_shuffle(a, b, d, red, off, trailing):
+        """(Σ a, Σ b, Σ d) over the block: warp shuffles, one slot per warp and value in red[off:off+96],
+        one barrier (+ one more when ``trailing``, before red[off:…] may be written again)."""
+        t = cuda.threadIdx.x
+        lane = t & 31
+        warp = t >> 5
+        o = 16
+        while o > 0:
+            a += cuda.shfl_down_sync(FULL, a, o)
+            b += cuda.shfl_down_sync(FULL, b, o)
+            d += cuda.shfl_down_sync(FULL, d, o)
+            o >>= 1
+        if lane == 0:
+            red[off + warp] = a
+            red[off + 32 + warp] = b
+            red[off + 64 + warp] = d
+        cuda.syncthreads()
+        sa = 0.0
+        sb = 0.0
+        sd = 0.0
+        nw = cuda.blockDim.x >> 5
+        q = 0
+        while q < nw:
+            sa += red[off + q]
+            sb += red[off + 32 + q]
+            sd += red[off + 64 + q]
+            q += 1
+        if trailing:
+            cuda.syncthreads()
+        return sa, sb, sd
+
+    @dev
+    def block_sum3_tree(a, b, d, red, off, trailing):
+        """The same as a shared-memory tree over any block size (the simulator has no shuffles); always
+        ends with a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        red[t] = a
+        red[T + t] = b
+        red[2 * T + t] = d
+        cuda.syncthreads()
+        stride = 1
+        while 2 * stride < T:
+            stride *= 2
+        while stride > 0:
+            if t < stride and t + stride < T:
+                red[t] += red[t + stride]
+                red[T + t] += red[T + t + stride]
+                red[2 * T + t] += red[2 * T + t + stride]
+            cuda.syncthreads()
+            stride //= 2
+        sa = red[0]
+        sb = red[T]
+        sd = red[2 * T]
+        cuda.syncthreads()
+        return sa, sb, sd
+
+    @dev
+    def block_max2_shuffle(a, b, red):
+        t = cuda.threadIdx.x
+        lane = t & 31
+        warp = t >> 5
+        o = 16
+        while o > 0:
+            a = max(a, cuda.shfl_down_sync(FULL, a, o))
+            b = max(b, cuda.shfl_down_sync(FULL, b, o))
+            o >>= 1
+        if lane == 0:
+            red[warp] = a
+            red[32 + warp] = b
+        cuda.syncthreads()
+        ma = red[0]
+        mb = red[32]
+        nw = cuda.blockDim.x >> 5
+        q = 1
+        while q < nw:
+            ma = max(ma, red[q])
+            mb = max(mb, red[32 + q])
+            q += 1
+        cuda.syncthreads()
+        return ma, mb
+
+    @dev
+    def block_max2_tree(a, b, red):
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        red[t] = a
+        red[T + t] = b
+        cuda.syncthreads()
+        stride = 1
+        while 2 * stride < T:
+            stride *= 2
+        while stride > 0:
+            if t < stride and t + stride < T:
+                red[t] = max(red[t], red[t + stride])
+                red[T + t] = max(red[T + t], red[T + t + stride])
+            cuda.syncthreads()
+            stride //= 2
+        ma = red[0]
+        mb = red[T]
+        cuda.syncthreads()
+        return ma, mb
+
+    @dev
+    def block_argmax_shuffle(v, i, red, redi):
+        """(max v, its index) over the block, to every thread; ties go to the smaller index."""
+        t = cuda.threadIdx.x
+        lane = t & 31
+        warp = t >> 5
+        o = 16
+        while o > 0:
+            ov = cuda.shfl_down_sync(FULL, v, o)
+            oi = cuda.shfl_down_sync(FULL, i, o)
+            if ov > v or (ov == v and oi < i):
+                v = ov
+                i = oi
+            o >>= 1
+        if lane == 0:
+            red[warp] = v
+            redi[warp] = i
+        cuda.syncthreads()
+        bv = red[0]
+        bi = redi[0]
+        nw = cuda.blockDim.x >> 5
+        q = 1
+        while q < nw:
+            if red[q] > bv or (red[q] == bv and redi[q] < bi):
+                bv = red[q]
+                bi = redi[q]
+            q += 1
+        cuda.syncthreads()
+        return bv, bi
+
+    @dev
+    def block_argmax_tree(v, i, red, redi):
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        red[t] = v
+        redi[t] = i
+        cuda.syncthreads()
+        stride = 1
+        while 2 * stride < T:
+            stride *= 2
+        while stride > 0:
+            if t < stride and t + stride < T:
+                ov = red[t + stride]
+                oi = redi[t + stride]
+                if ov > red[t] or (ov == red[t] and oi < redi[t]):
+                    red[t] = ov
+                    redi[t] = oi
+            cuda.syncthreads()
+            stride //= 2
+        bv = red[0]
+        bi = redi[0]
+        cuda.syncthreads()
+        return bv, bi
+
+    @dev
+    def group_sum_shuffle(v, g, red):
+        """Σ v over the aligned group of g lanes (g divides 32), to every lane of the group: an xor
+        butterfly (no barrier; every lane of the warp calls it)."""
+        o = g >> 1
+        while o > 0:
+            v += cuda.shfl_xor_sync(FULL, v, o)
+            o >>= 1
+        return v
+
+    @dev
+    def group_sum_tree(v, g, red):
+        t = cuda.threadIdx.x
+        red[t] = v
+        cuda.syncthreads()
+        base = t - t % g
+        s = 0.0
+        q = 0
+        while q < g:
+            s += red[base + q]
+            q += 1
+        cuda.syncthreads()
+        return s
+
+    block_sum3 = block_sum3_tree if SIM else block_sum3_shuffle
+    block_max2 = block_max2_tree if SIM else block_max2_shuffle
+    block_argmax = block_argmax_tree if SIM else block_argmax_shuffle
+    group_sum = group_sum_tree if SIM else group_sum_shuffle
+
+    # --- column and row dot products (T_P threads per column, bfactor threads per row) ------------
+    @dev
+    def col_partial(A, M, pv, col, sub, TP):
+        """Σ_{l ≡ sub (mod T_P)} pv[l] · A⁻¹[l, col] (two accumulators; pv staged in shared memory)."""
+        p0 = 0.0
+        p1 = 0.0
+        if col < M:
+            l = sub
+            e = sub * M + col
+            step = TP * M
+            while l + TP < M:
+                p0 += pv[l] * A[e]
+                p1 += pv[l + TP] * A[e + step]
+                l += 2 * TP
+                e += 2 * step
+            if l < M:
+                p0 += pv[l] * A[e]
+        return p0 + p1
+
+    @dev
+    def row_partial(A, M, pv, r, sub, BF):
+        """Σ_{k ≡ sub (mod bfactor)} A⁻¹[r, k] · pv[k] (two accumulators)."""
+        p0 = 0.0
+        p1 = 0.0
+        if r < M:
+            base = r * M
+            k = sub
+            while k + BF < M:
+                p0 += A[base + k] * pv[k]
+                p1 += A[base + k + BF] * pv[k + BF]
+                k += 2 * BF
+            if k < M:
+                p0 += A[base + k] * pv[k]
+        return p0 + p1
+
+    @dev
+    def stage(pv, table, row, idx, M):
+        """pv[i] = table[row, idx[i]]: one parallel gather from global memory, then a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        i = t
+        while i < M:
+            pv[i] = table[row, idx[i]]
+            i += T
+        cuda.syncthreads()
+
+    @dev
+    def col_dots(A, M, pv, vec, cpy, k, red, tcol, tsub, cper, TP):
+        """vec[c] = Σ_l pv[l] A⁻¹[l, c] for every column c, cpy[l] = A⁻¹[l, k]; ends with a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        col = tcol
+        while col - tcol < M:  # the same trip count in every thread (shuffles need the whole warp)
+            f = group_sum(col_partial(A, M, pv, col, tsub, TP), TP, red)
+            if tsub == 0 and col < M:
+                vec[col] = f
+            col += cper
+        i = t
+        while i < M:
+            cpy[i] = A[i * M + k]
+            i += T
+        cuda.syncthreads()
+
+    @dev
+    def row_dots(A, M, pv, vec, cpy, l, red, trow, tsub, rper, BF):
+        """vec[r] = Σ_k A⁻¹[r, k] pv[k] for every row r, cpy[k] = A⁻¹[l, k]; ends with a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        r = trow
+        while r - trow < M:
+            g = group_sum(row_partial(A, M, pv, r, tsub, BF), BF, red)
+            if tsub == 0 and r < M:
+                vec[r] = g
+            r += rper
+        i = t
+        while i < M:
+            cpy[i] = A[l * M + i]
+            i += T
+        cuda.syncthreads()
+
+    @dev
+    def apply_up(A, M, k, ratio, vec, cpy, tcol, tsub, cper, TP):
+        """update_up: column k ← cpy / ratio; column c ≠ k −= vec[c] · (cpy / ratio); ends with a barrier."""
+        inv_r = 1.0 / ratio
+        step = TP * M
+        col = tcol
+        while col < M:
+            l = tsub
+            e = tsub * M + col
+            if col == k:
+                while l < M:
+                    A[e] = cpy[l] * inv_r
+                    l += TP
+                    e += step
+            else:
+                f = vec[col]
+                while l < M:
+                    A[e] -= f * (cpy[l] * inv_r)
+                    l += TP
+                    e += step
+            col += cper
+        cuda.syncthreads()
+
+    @dev
+    def apply_down(A, M, l, ratio, vec, cpy, trow, tsub, rper, BF):
+        """update_down: row l ← cpy / ratio; row r ≠ l −= vec[r] · (cpy / ratio); ends with a barrier."""
+        inv_r = 1.0 / ratio
+        r = trow
+        while r < M:
+            base = r * M
+            k = tsub
+            if r == l:
+                while k < M:
+                    A[base + k] = cpy[k] * inv_r
+                    k += BF
+            else:
+                g = vec[r]
+                while k < M:
+                    A[base + k] -= g * (cpy[k] * inv_r)
+                    k += BF
+            r += rper
+        cuda.syncthreads()
+
+    @dev
+    def swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, tsub, cper, TP):
+        """The partial sums of ratio_swap for up electron k (at a) and down electron l (at b), with
+        pv[i] = φ(b, R↓_i) and qv[c] = φ(R↑_c, a) staged: (f_k, Σ_c A⁻¹[l,c] qv[c], Σ_{c≠k} f_c qv[c]),
+        f_c = Σ_i pv[i] A⁻¹[i, c]; vec[c] = f_c and cpy = column k are left for an accepted swap."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        pk = 0.0
+        pd = 0.0
+        ps = 0.0
+        col = tcol
+        while col - tcol < M:
+            f = group_sum(col_partial(A, M, pv, col, tsub, TP), TP, red)
+            if tsub == 0 and col < M:
+                vec[col] = f
+                pc = qv[col]
+                pd += A[l * M + col] * pc
+                if col == k:
+                    pk += f
+                else:
+                    ps += f * pc
+            col += cper
+        i = t
+        while i < M:
+            cpy[i] = A[i * M + k]
+            i += T
+        return pk, pd, ps
+
+    # --- rebuild ---------------------------------------------------------------------------------
+    @dev
+    def rebuild(A, M, pair, up_site, dn_site, old, tmp, colf, rowk, ksave, perm, sigma, red, redi):
+        """A⁻¹ from scratch (Gauss–Jordan, partial pivoting, in place); returns the drift
+        max |A⁻¹_old − A⁻¹_new| / max |A⁻¹_new| to every thread. ``old``, ``tmp``: global (M²,) scratch.
+        Elements are visited row by warp and column by lane (no divisions)."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        lane = t & 31
+        warp = t >> 5
+        nw = T >> 5
+        i = warp
+        while i < M:
+            ui = up_site[i]
+            j = lane
+            while j < M:
+                e = i * M + j
+                old[e] = A[e]
+                A[e] = pair[ui, dn_site[j]]  # A[k, l] = φ(R↑_k, R↓_l)
+                j += 32
+            i += nw
+        cuda.syncthreads()
+        for k in range(M):
+            bv = -1.0
+            bi = M
+            i = k + t
+            while i < M:
+                v = abs(A[i * M + k])
+                if v > bv:
+                    bv = v
+                    bi = i
+                i += T
+            bv, p = block_argmax(bv, bi, red, redi)
+            inv_piv = 1.0 / A[p * M + k]
+            # rows k and p interchanged, row k scaled, column k kept: read only, then one write pass
+            i = t
+            while i < M:
+                src = i
+                if i == k:
+                    src = p
+                elif i == p:
+                    src = k
+                colf[i] = A[src * M + k]
+                ksave[i] = A[k * M + i]
+                rowk[i] = inv_piv if i == k else A[p * M + i] * inv_piv
+                i += T
+            if t == 0:
+                perm[k] = p
+            cuda.syncthreads()
+            i = warp
+            while i < M:
+                base = i * M
+                fi = colf[i]
+                j = lane
+                if i == k:
+                    while j < M:
+                        A[base + j] = rowk[j]
+                        j += 32
+                elif i == p:
+                    while j < M:
+                        cur = 0.0 if j == k else ksave[j]
+                        A[base + j] = cur - fi * rowk[j]
+                        j += 32
+                else:
+                    while j < M:
+                        cur = 0.0 if j == k else A[base + j]
+                        A[base + j] = cur - fi * rowk[j]
+                        j += 32
+                i += nw
+            cuda.syncthreads()
+        if t == 0:  # the row interchanges become column interchanges of the inverse, in reverse order
+            for j in range(M):
+                sigma[j] = j
+            for k in range(M - 1, -1, -1):
+                p = perm[k]
+                s = sigma[k]
+                sigma[k] = sigma[p]
+                sigma[p] = s
+        cuda.syncthreads()
+        i = warp
+        while i < M:
+            j = lane
+            while j < M:
+                tmp[i * M + j] = A[i * M + sigma[j]]
+                j += 32
+            i += nw
+        cuda.syncthreads()
+        dmax = 0.0
+        amax = 0.0
+        i = warp
+        while i < M:  # the same (i, j) as above: each thread reads back its own writes
+            j = lane
+            while j < M:
+                e = i * M + j
+                v = tmp[e]
+                A[e] = v
+                dmax = max(dmax, abs(v - old[e]))
+                amax = max(amax, abs(v))
+                j += 32
+            i += nw
+        dmax, amax = block_max2(dmax, amax, red)
+        return dmax / amax
+
+    # --- measurement ---------------------------------------------------------------------------
+    @dev
+    def gather_product(A, M, rs, ks, table, idx, NS, out, ro, ao, tile):
+        """out[r·ro + a·ao] = Σ_k A[r·rs + k·ks] · table[idx[k], a] for r < M, a < N_s: the rows of
+        ``table`` at ``idx`` are gathered into shared memory 16 columns at a time (coalesced, all loads
+        in flight), then each thread forms 4 rows of one column from shared memory."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        col = t & (TW - 1)
+        rg = t // TW
+        nrg = T // TW
+        a0 = 0
+        while a0 < NS:
+            e = t
+            while e < M * TW:
+                kk = e // TW
+                aa = a0 + (e & (TW - 1))
+                tile[e] = table[idx[kk], aa] if aa < NS else 0.0
+                e += T
+            cuda.syncthreads()
+            a = a0 + col
+            r = rg
+            while r < M:
+                r1 = r + nrg
+                r2 = r1 + nrg
+                r3 = r2 + nrg
+                c1 = min(r1, M - 1)
+                c2 = min(r2, M - 1)
+                c3 = min(r3, M - 1)
+                s0 = 0.0
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                i0 = r * rs
+                i1 = c1 * rs
+                i2 = c2 * rs
+                i3 = c3 * rs
+                it = col
+                for _ in range(M):
+                    tv = tile[it]
+                    s0 += A[i0] * tv
+                    s1 += A[i1] * tv
+                    s2 += A[i2] * tv
+                    s3 += A[i3] * tv
+                    i0 += ks
+                    i1 += ks
+                    i2 += ks
+                    i3 += ks
+                    it += TW
+                if a < NS:
+                    out[r * ro + a * ao] = s0
+                    if r1 < M:
+                        out[r1 * ro + a * ao] = s1
+                    if r2 < M:
+                        out[r2 * ro + a * ao] = s2
+                    if r3 < M:
+                        out[r3 * ro + a * ao] = s3
+                r += 4 * nrg
+            cuda.syncthreads()
+            a0 += TW
+
+    @dev
+    def block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site, up_at,
+                     dn_at, F, G, tile, red):
+        """(E_kin, E_J, double occupancy) of the configuration, to every thread (``local_energy``)."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        # G[l, a] = Σ_k A⁻¹[l, k] φ(R↑_k, a);  F[b, c] = Σ_l φ(b, R↓_l) A⁻¹[l, c] (formed as Fᵀ)
+        gather_product(A, M, M, 1, pair, up_site, NS, G, NS, 1, tile)
+        gather_product(A, M, 1, M, pairT, dn_site, NS, F, 1, M, tile)  # the barrier at its end: F, G visible
+        nnb = neighbours.shape[1]
+        kinetic = 0.0
+        item = t
+        while item < NS * 2 * nnb:
+            s = item // (2 * nnb)
+            rem = item - s * 2 * nnb
+            spin = 1 if rem >= nnb else 0
+            q = rem - nnb if spin == 1 else rem
+            label = up_at[s] if spin == 1 else dn_at[s]
+            if label >= 0:
+                j = neighbours[s, q]
+                same = up_at[j] >= 0 if spin == 1 else dn_at[j] >= 0
+                if not (same or (projected and (up_at[j] >= 0 or dn_at[j] >= 0))):
+                    if spin == 1:
+                        kinetic -= hopping[s, q] * F[j * M + label]
+                    else:
+                        kinetic -= hopping[s, q] * G[label * NS + j]
+            item += T
+        exchange = 0.0
+        if projected and J != 0.0:  # one warp per bond, its lanes split the sum over c
+            lane = t & 31
+            nw = T >> 5
+            nb = bonds.shape[0]
+            e0 = 0
+            while e0 < nb:  # the same trip count in every warp (group sums may hold barriers)
+                e = e0 + (t >> 5)
+                ok = False
+                a = 0
+                b = 0
+                if e < nb:
+                    i = bonds[e, 0]
+                    j = bonds[e, 1]
+                    if up_at[i] >= 0 and dn_at[j] >= 0:
+                        a = i
+                        b = j
+                        ok = True
+                    elif dn_at[i] >= 0 and up_at[j] >= 0:
+                        a = j
+                        b = i
+                        ok = True
+                h = 0.0
+                if ok:
+                    fb = b * M
+                    h0 = 0.0
+                    h1 = 0.0
+                    h2 = 0.0
+                    h3 = 0.0
+                    col = lane
+                    while col < M:  # four independent loads in flight per lane
+                        c1 = min(col + 32, M - 1)
+                        c2 = min(col + 64, M - 1)
+                        c3 = min(col + 96, M - 1)
+                        x0 = F[fb + col] * pairT[a, up_site[col]]
+                        x1 = F[fb + c1] * pairT[a, up_site[c1]]
+                        x2 = F[fb + c2] * pairT[a, up_site[c2]]
+                        x3 = F[fb + c3] * pairT[a, up_site[c3]]
+                        h0 += x0
+                        if col + 32 < M:
+                            h1 += x1
+                        if col + 64 < M:
+                            h2 += x2
+                        if col + 96 < M:
+                            h3 += x3
+                        col += 128
+                    h = (h0 + h1) + (h2 + h3)
+                h = group_sum(h, 32, red)
+                if ok and lane == 0:
+                    k = up_at[a]  # up electron k: a → b;  down electron l: b → a
+                    l = dn_at[b]
+                    alk = A[l * M + k]
+                    swap = alk * pair[b, a] + F[b * M + k] * G[l * NS + a] - alk * h
+                    exchange -= 0.5 * J * (1.0 + swap)
+                e0 += nw
+        double = 0.0
+        i = t
+        while i < NS:
+            if up_at[i] >= 0 and dn_at[i] >= 0:
+                double += 1.0
+            i += T
+        return block_sum3(kinetic, exchange, double, red, 0, True)
+
+    # --- the chain kernel ------------------------------------------------------------------------
+    options = {} if SIM else {"max_registers": int(max_registers)}
+    if not SIM and os.environ.get("QMCKIT_CUDA_LINEINFO"):  # source lines for profilers (Nsight Compute)
+        options["lineinfo"] = True
+
+    @c.jit(**options)
+    def run_chains_gpu(pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs, up_site_g, dn_site_g, up_at_g,
+                       dn_at_g, ainv_g, states, n_sweeps, moves_per_sweep, measure, refresh_every, energies, counts,
+                       drift, scratch, Fs, Gs, TP, BF):
+        """``n_sweeps`` sweeps of chain ``blockIdx.x`` (see the module docstring), in place.
+
+        Chain arrays as the CPU's (W, …); states (W, 2) uint64; energies (W, n_sweeps, 3) when
+        ``measure``; counts (W, 5) += this launch's counts; drift (W,) ← max(drift, rebuild drifts);
+        scratch (W, 2, M²), Fs (W, N_s·M), Gs (W, M·N_s) global scratch.
+
+        Every thread draws the same random numbers from its own copy of the chain's stream and takes
+        the same decisions (every reduced value reaches every thread identically), so a proposal
+        needs no barrier of its own; thread 0 alone writes the configuration and the counters.
+        """
+        w = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        M = ainv_g.shape[1]
+        NS = up_at_g.shape[1]
+        MM = M * M
+        dsh = cuda.shared.array(0, dtype=f64)
+        A = dsh[0:MM]
+        vec = dsh[MM:MM + M]
+        cpy = dsh[MM + M:MM + 2 * M]
+        pv = dsh[MM + 2 * M:MM + 3 * M]
+        qv = dsh[MM + 3 * M:MM + 4 * M]
+        tile = dsh[MM + 4 * M:MM + (4 + TW) * M]
+        nred = 3 * T if SIM else 288
+        nd = MM + (4 + TW) * M + nred + NC
+        red = dsh[MM + (4 + TW) * M:nd - NC]
+        # the counters live in shared memory (float64, exact to 2^53), written by thread 0 only: kept in
+        # registers they came out wrong (swaps proposed always 0) from the H100 build capped at 128 registers
+        cnt = dsh[nd - NC:nd]
+        ish = cuda.shared.array(0, dtype=i32)
+        o = 2 * nd
+        up_site = ish[o:o + M]
+        dn_site = ish[o + M:o + 2 * M]
+        up_at = ish[o + 2 * M:o + 2 * M + NS]
+        dn_at = ish[o + 2 * M + NS:o + 2 * M + 2 * NS]
+        o2 = o + 2 * M + 2 * NS
+        perm = ish[o2:o2 + M]
+        sigma = ish[o2 + M:o2 + 2 * M]
+        redi = ish[o2 + 2 * M:o2 + 2 * M + (T if SIM else 32)]
+        # thread layouts: T_P threads per column, bfactor threads per row (one division each, here)
+        tcol = t // TP
+        csub = t - tcol * TP
+        cper = T // TP
+        trow = t // BF
+        rsub = t - trow * BF
+        rper = T // BF
+        i = t
+        while i < M:
+            up_site[i] = up_site_g[w, i]
+            dn_site[i] = dn_site_g[w, i]
+            i += T
+        i = t
+        while i < NS:
+            up_at[i] = up_at_g[w, i]
+            dn_at[i] = dn_at_g[w, i]
+            i += T
+        i = t >> 5
+        while i < M:
+            j = t & 31
+            while j < M:
+                A[i * M + j] = ainv_g[w, i, j]
+                j += 32
+            i += T >> 5
+        st = cuda.local.array((1, 2), u64)
+        st[0, 0] = states[w, 0]
+        st[0, 1] = states[w, 1]
+        old = scratch[w, 0]
+        tmp = scratch[w, 1]
+        F = Fs[w]
+        G = Gs[w]
+        if t == 0:
+            for q in range(NC):
+                cnt[q] = 0.0
+        dmax = 0.0
+        n2 = 2 * n_pairs
+        off = 96  # the ratio sums alternate between red[96:192] and red[192:288]
+        cuda.syncthreads()
+        for sweep in range(n_sweeps):
+            for _ in range(moves_per_sweep):
+                # the proposal (lattice_chains.propose and the swap test of move), in every thread
+                e = min(int(uniform(st, 0) * n2), n2 - 1)
+                label = e >> 1
+                spin = e & 1
+                target = 0
+                while True:
+                    target = min(int(uniform(st, 0) * NS), NS - 1)
+                    occ = up_at[target] if spin == 1 else dn_at[target]
+                    if occ < 0:
+                        break
+                other = dn_at[target] if spin == 1 else up_at[target]
+                is_swap = projected and other >= 0
+                k = 0
+                l = 0
+                a = 0
+                b = 0
+                first_up = 0.0
+                first_down = 0.0
+                if is_swap:  # ratio_swap, and the first ratios of both update orders
+                    k = label if spin == 1 else up_at[target]
+                    l = other if spin == 1 else label
+                    a = up_site[k]
+                    b = dn_site[l]
+                    alk = A[l * M + k]  # read before the barrier: after it, an accepted swap rewrites A⁻¹
+                    i = t
+                    while i < M:
+                        pv[i] = pair[b, dn_site[i]]
+                        qv[i] = pairT[a, up_site[i]]
+                        i += T
+                    cuda.syncthreads()
+                    pk, pd, ps = swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, csub, cper, TP)
+                    fk, sd, s2 = block_sum3(pk, pd, ps, red, off, False)
+                    ratio = alk * pair[b, a] + fk * (sd - alk * pairT[a, a]) - alk * s2
+                    first_up = fk
+                    first_down = sd
+                else:
+                    p = 0.0
+                    i = t
+                    if spin == 1:  # ratio_up (pv kept for the update)
+                        while i < M:
+                            v = pair[target, dn_site[i]]
+                            pv[i] = v
+                            p += v * A[i * M + label]
+                            i += T
+                    else:  # ratio_down
+                        while i < M:
+                            v = pairT[target, up_site[i]]
+                            pv[i] = v
+                            p += A[label * M + i] * v
+                            i += T
+                    ratio, _, _ = block_sum3(p, 0.0, 0.0, red, off, False)
+                off = 288 - off
+                if t == 0:
+                    cnt[2 if is_swap else 0] += 1.0
+                if not uniform(st, 0) < ratio * ratio:
+                    continue
+                # accepted: thread 0 moves the configuration where no thread reads it meanwhile
+                if is_swap:
+                    if t == 0:
+                        cnt[3] += 1.0
+                    if max(abs(first_up), abs(first_down)) < SINGULAR:
+                        if t == 0:
+                            up_site[k] = b
+                            dn_site[l] = a
+                            up_at[a] = -1
+                            up_at[b] = k
+                            dn_at[b] = -1
+                            dn_at[a] = l
+                            cnt[4] += 1.0
+                        cuda.syncthreads()
+                        rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
+                    elif abs(first_up) >= abs(first_down):
+                        # up k → b first (vec, cpy hold its column sums), then down l → a with the new R↑
+                        if t == 0:
+                            up_site[k] = b
+                            dn_site[l] = a
+                            up_at[a] = -1
+                            up_at[b] = k
+                            dn_at[b] = -1
+                            dn_at[a] = l
+                        apply_up(A, M, k, first_up, vec, cpy, tcol, csub, cper, TP)
+                        stage(pv, pairT, a, up_site, M)
+                        row_dots(A, M, pv, vec, cpy, l, red, trow, rsub, rper, BF)
+                        apply_down(A, M, l, vec[l], vec, cpy, trow, rsub, rper, BF)
+                    else:
+                        # down l → a first (with R↑ before the move), then up k → b with the new R↓
+                        row_dots(A, M, qv, vec, cpy, l, red, trow, rsub, rper, BF)
+                        if t == 0:
+                            up_site[k] = b
+                            dn_site[l] = a
+                            up_at[a] = -1
+                            up_at[b] = k
+                            dn_at[b] = -1
+                            dn_at[a] = l
+                        apply_down(A, M, l, first_down, vec, cpy, trow, rsub, rper, BF)
+                        stage(pv, pair, b, dn_site, M)
+                        col_dots(A, M, pv, vec, cpy, k, red, tcol, csub, cper, TP)
+                        apply_up(A, M, k, vec[k], vec, cpy, tcol, csub, cper, TP)
+                elif spin == 1:
+                    col_dots(A, M, pv, vec, cpy, label, red, tcol, csub, cper, TP)
+                    if t == 0:
+                        up_at[up_site[label]] = -1
+                        up_at[target] = label
+                        up_site[label] = target
+                        cnt[1] += 1.0
+                    apply_up(A, M, label, ratio, vec, cpy, tcol, csub, cper, TP)
+                else:
+                    row_dots(A, M, pv, vec, cpy, label, red, trow, rsub, rper, BF)
+                    if t == 0:
+                        dn_at[dn_site[label]] = -1
+                        dn_at[target] = label
+                        dn_site[label] = target
+                        cnt[1] += 1.0
+                    apply_down(A, M, label, ratio, vec, cpy, trow, rsub, rper, BF)
+            if refresh_every > 0 and (sweep + 1) % refresh_every == 0:
+                d = rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
+                dmax = max(dmax, d)
+            if measure:
+                kinetic, exchange, double = block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J,
+                                                         projected, up_site, dn_site, up_at, dn_at, F, G, tile, red)
+                if t == 0:
+                    energies[w, sweep, 0] = kinetic
+                    energies[w, sweep, 1] = exchange
+                    energies[w, sweep, 2] = double
+        cuda.syncthreads()
+        i = t >> 5
+        while i < M:
+            j = t & 31
+            while j < M:
+                ainv_g[w, i, j] = A[i * M + j]
+                j += 32
+            i += T >> 5
+        i = t
+        while i < M:
+            up_site_g[w, i] = up_site[i]
+            dn_site_g[w, i] = dn_site[i]
+            i += T
+        i = t
+        while i < NS:
+            up_at_g[w, i] = up_at[i]
+            dn_at_g[w, i] = dn_at[i]
+            i += T
+        if t == 0:
+            states[w, 0] = st[0, 0]
+            states[w, 1] = st[0, 1]
+            for q in range(NC):
+                counts[w, q] += int(cnt[q])
+            drift[w] = max(drift[w], dmax)
+
+    return {"run_chains": run_chains_gpu}
+
+
+_SHARED_OPTED: dict = {}  # id(specialised kernel) → the dynamic shared bytes it may use
+
+
+def _compiled(spec):
+    return next(iter(spec.overloads.values()))
+
+
+def _launcher(args, nbytes: int, max_registers: int = 255):
+    """The kernel for ``args``: on a GPU, its specialisation for these argument types (compiled once
+    per process) allowed ``nbytes`` of dynamic shared memory. Beyond 48 KB CUDA wants the kernel's
+    MAX_DYNAMIC_SHARED_SIZE_BYTES raised; numba-cuda has no public call for it, so it is set through
+    its driver binding (as :func:`qmckit.backends.helium_chains._opt_in_shared`), and only ever raised,
+    so that chains of another size launched later still fit."""
+    kernel = kernels(int(max_registers))["run_chains"]
+    if simulated():
+        return kernel
+    spec = kernel.specialize(*args)
+    if nbytes > _SHARED_OPTED.get(id(spec), DEFAULT_SHARED_BYTES):
+        from numba.cuda.cudadrv import driver as drv
+
+        cufunc = _compiled(spec)._codelibrary.get_cufunc()
+        attr = drv.binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        drv.driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
+        _SHARED_OPTED[id(spec)] = int(nbytes)
+    return spec
+
+
+class CudaChains:
+    """W Markov chains of a :class:`~qmckit.systems.lattice_rvb.LatticeRVB` state on the GPU, one
+    thread block per chain; the interface of :class:`~qmckit.backends.lattice_chains.CpuChains`.
+
+    ``state``: the chain arrays of :meth:`LatticeRVB.random_configurations`; ``states`` (W, 2) uint64
+    streams; ``threads_per_column`` (T_P) and ``bfactor``: the thread layouts of the column (up) and
+    row (down) updates, each in {1, 2, 4, 8, 16, 32}; ``max_registers`` per thread (default
+    :func:`default_max_registers` of the block size; each value compiles its own kernel).
+    """
+
+    backend = "cuda"
+
+    def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
+                 refresh_every: int = 1, threads_per_column: int = 4, bfactor: int = 8,
+                 max_registers: int | None = None):
+        for name, value in (("threads_per_column", threads_per_column), ("bfactor", bfactor)):
+            if isinstance(value, bool) or value not in GROUP_SIZES:
+                raise ValueError(f"{name} must be one of {', '.join(map(str, GROUP_SIZES))}, got {value!r}")
+        self.system = system
+        self.moves_per_sweep = int(moves_per_sweep or system.n_electrons)
+        self.refresh_every = int(refresh_every)
+        self.threads_per_column = int(threads_per_column)
+        self.bfactor = int(bfactor)
+        m, n = system.size, system.n_sites
+        self.threads = block_threads(m, self.threads_per_column, self.bfactor)
+        if self.threads > 1024:
+            raise ValueError(f"threads_per_column: {threads_per_column}·M = {threads_per_column * m} needs "
+                             f"{self.threads} threads per block (> 1024); use a smaller T_P")
+        self._auto_registers = max_registers is None
+        self.max_registers = int(max_registers or default_max_registers(self.threads))
+        self._registers_checked = simulated()
+        if not 32 <= self.max_registers <= 255 or self.max_registers * self.threads > 65536:
+            raise ValueError(f"max_registers must be in [32, 255] with max_registers·threads ≤ 65536, got "
+                             f"{max_registers!r} for {self.threads} threads")
+        self.shared_bytes = shared_bytes(m, n, self.threads)
+        if self.shared_bytes > SHARED_LIMIT_BYTES:
+            raise ValueError(f"A⁻¹ of side {m} needs {self.shared_bytes} B of shared memory per block "
+                             f"(> {SHARED_LIMIT_BYTES} B)")
+        c = _cuda()
+        states = np.ascontiguousarray(states, dtype=np.uint64)
+        w = states.shape[0]
+        self._n_chains = w
+        pair = np.ascontiguousarray(system.pair, dtype=np.float64)
+        cl = system.cluster
+        self._consts = (c.to_device(pair), c.to_device(np.ascontiguousarray(pair.T)),
+                        c.to_device(np.ascontiguousarray(cl.neighbours, dtype=np.int64)),
+                        c.to_device(np.ascontiguousarray(cl.hopping, dtype=np.float64)),
+                        c.to_device(np.ascontiguousarray(cl.bonds, dtype=np.int64)),
+                        float(system.params.J), bool(system.projected), int(system.n_pairs))
+        shapes = {"up_site": (w, m), "dn_site": (w, m), "up_at": (w, n), "dn_at": (w, n), "ainv": (w, m, m)}
+        self._state = {}
+        for key in STATE_KEYS:
+            host = np.ascontiguousarray(state[key], dtype=np.float64 if key == "ainv" else np.int64)
+            if host.shape != shapes[key]:
+                raise ValueError(f"state[{key!r}] has shape {host.shape}, expected {shapes[key]}")
+            self._state[key] = c.to_device(host)
+        self._states = c.to_device(states)
+        self._scratch = c.device_array((w, 2, m * m), dtype=np.float64)
+        self._F = c.device_array((w, n * m), dtype=np.float64)
+        self._G = c.device_array((w, m * n), dtype=np.float64)
+        self._no_energies = c.device_array((w, 1, 3), dtype=np.float64)
+        self.counts = np.zeros((w, N_COUNTERS), dtype=np.int64)
+        self.drift = np.zeros(w)
+
+    @property
+    def n_chains(self) -> int:
+        return self._n_chains
+
+    @property
+    def states(self) -> np.ndarray:
+        """A host copy of the (W, 2) random streams."""
+        return self.states_to_host()
+
+    def _args(self, n_sweeps, moves, measure, refresh, energies, counts, drift):
+        s = self._state
+        return (*self._consts, s["up_site"], s["dn_site"], s["up_at"], s["dn_at"], s["ainv"], self._states,
+                int(n_sweeps), int(moves), bool(measure), int(refresh), energies, counts, drift, self._scratch,
+                self._F, self._G, self.threads_per_column, self.bfactor)
+
+    def _kernel(self, args):
+        """The launcher for ``args``; on first use on a GPU, checks that the compiled kernel takes a block of
+        ``threads`` and, with the default register cap, lowers the cap (in steps of 16) until it does."""
+        while True:
+            spec = _launcher(args, self.shared_bytes, self.max_registers)
+            if self._registers_checked:
+                return spec
+            fits = _compiled(spec).max_threads_per_block >= self.threads
+            if fits:
+                self._registers_checked = True
+                return spec
+            if not self._auto_registers or self.max_registers <= 32:
+                raise ValueError(f"max_registers {self.max_registers}: the kernel cannot launch {self.threads} "
+                                 f"threads per block (it takes {_compiled(spec).max_threads_per_block})")
+            self.max_registers = max(32, self.max_registers - 16)
+
+    def kernel_info(self) -> dict:
+        """Launch configuration: threads per block, dynamic shared bytes, registers per thread (GPU only)."""
+        info = {"threads": self.threads, "shared_bytes": self.shared_bytes,
+                "threads_per_column": self.threads_per_column, "bfactor": self.bfactor,
+                "max_registers": self.max_registers, "registers": None}
+        if not simulated():
+            c = _cuda()
+            args = self._args(1, 0, False, 0, self._no_energies, c.device_array((self._n_chains, N_COUNTERS), np.int64),
+                              c.device_array(self._n_chains))
+            spec = self._kernel(args)
+            info["max_registers"] = self.max_registers
+            info["registers"] = int(spec.get_regs_per_thread())
+            info["max_threads_per_block"] = int(_compiled(spec).max_threads_per_block)
+        return info
+
+    def launch(self, n_sweeps: int, measure: bool = True, moves_per_sweep: int | None = None,
+               refresh_every: int | None = None):
+        """Launch the kernel (asynchronous on a GPU); returns the device arrays (energies, counts, drift)
+        of this launch. :meth:`sweep` is the synchronous interface; benchmarks time this one."""
+        c = _cuda()
+        w = self._n_chains
+        energies = c.device_array((w, max(int(n_sweeps), 1), 3), dtype=np.float64) if measure else self._no_energies
+        counts = c.to_device(np.zeros((w, N_COUNTERS), dtype=np.int64))
+        drift = c.to_device(np.zeros(w))
+        moves = self.moves_per_sweep if moves_per_sweep is None else moves_per_sweep
+        refresh = self.refresh_every if refresh_every is None else refresh_every
+        args = self._args(n_sweeps, moves, measure, refresh, energies, counts, drift)
+        self._kernel(args)[w, self.threads, 0, self.shared_bytes](*args)
+        return energies, counts, drift
+
+    def sweep(self, n_sweeps: int, measure: bool = True) -> np.ndarray:
+        """Advance every chain ``n_sweeps`` sweeps; (W, n_sweeps, 3) of (E_kin, E_J, double occupancy)
+        per sweep (whole cluster, in t) when ``measure``, else an empty array (as CpuChains)."""
+        n_sweeps = int(n_sweeps)
+        w = self._n_chains
+        if n_sweeps <= 0:
+            return np.zeros((w, 0, 3))
+        energies, counts, drift = self.launch(n_sweeps, measure)
+        self.counts += counts.copy_to_host()
+        np.maximum(self.drift, drift.copy_to_host(), out=self.drift)
+        if measure:
+            return energies.copy_to_host()[:, :n_sweeps]
+        return np.zeros((w, 0, 3))
+
+    def synchronize(self) -> None:
+        _cuda().synchronize()
+
+    def host_state(self) -> dict:
+        """The chain arrays (up_site, dn_site, up_at, dn_at, ainv) on the host (for checkpoints)."""
+        return {key: self._state[key].copy_to_host() for key in STATE_KEYS}
+
+    def states_to_host(self) -> np.ndarray:
+        return self._states.copy_to_host()
+
+    def energies(self) -> np.ndarray:
+        """(W, 3) local (E_kin, E_J, double occupancy) of the current configurations, on the GPU."""
+        energies, _, _ = self.launch(1, True, moves_per_sweep=0, refresh_every=0)
+        return energies.copy_to_host()[:, 0]

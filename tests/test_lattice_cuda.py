@@ -1,0 +1,193 @@
+"""Study 000's GPU chain kernel (qmckit.backends.lattice_cuda) against its CPU twin
+(qmckit.backends.lattice_chains) under numba's CUDA simulator, at tiny sizes.
+
+The simulator work runs in ONE child process (this file run as a script with NUMBA_ENABLE_CUDASIM=1,
+because numba reads that variable at first import, so the rest of the test suite never sees it); the
+child prints its measurements as JSON. The simulator runs every CUDA thread as a Python thread and
+polls them while holding the GIL, so the child shortens the interpreter's switch interval: barriers
+then cost ~0.1 ms instead of the default 5 ms.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from qmckit.backends import lattice_cuda as lc
+from qmckit.systems.lattice_rvb import LatticeRVB
+
+MARKER = "LATTICE_CUDA_RESULTS="
+
+# name: (system parameters, chains, plan of (sweeps, measure), refresh_every, T_P, bfactor)
+CASES = {
+    "twin": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8),
+    "layout": (dict(L=3, doping=0.2), 2, [(3, True)], 1, 2, 4),
+    "wide": (dict(L=3, doping=0.2), 1, [(2, True)], 1, 8, 32),  # 64 threads, 3 row rounds of 32
+    "free": (dict(L=5, doping=0.6, free=True, J=0.0), 1, [(1, False), (2, True)], 2, 16, 2),  # 96 threads
+    "square": (dict(kind="square", L=4, doping=0.125), 2, [(1, False), (2, True)], 1, 4, 8),
+}
+
+
+def _start(params, chains, seed=11):
+    from qmckit.rng import seed_states
+
+    system = LatticeRVB(**params)
+    state = system.random_configurations(chains, np.random.default_rng(seed))
+    return system, state, seed_states(seed + 1, chains)
+
+
+def _copy(state):
+    return {key: np.array(value) for key, value in state.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# child process (NUMBA_ENABLE_CUDASIM=1)
+# --------------------------------------------------------------------------------------------
+def _child() -> dict:
+    import warnings
+
+    warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
+    warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
+    sys.setswitchinterval(1e-4)
+    from qmckit.backends.lattice_chains import CpuChains
+
+    out = {"simulated": lc.simulated(), "available": lc.available(), "cases": {}}
+    for name, (params, chains, plan, refresh, tp, bf) in CASES.items():
+        system, state, states = _start(params, chains)
+        cpu = CpuChains(system, _copy(state), states.copy(), refresh_every=refresh)
+        gpu = lc.CudaChains(system, _copy(state), states.copy(), refresh_every=refresh, threads_per_column=tp,
+                            bfactor=bf)
+        e_cpu, e_gpu = [], []
+        for step, (n, measure) in enumerate(plan):
+            e_cpu.append(cpu.sweep(n, measure))
+            e_gpu.append(gpu.sweep(n, measure))
+            if step == 0 and len(plan) > 1:  # LatticeRun zeroes the counts in place after equilibration
+                cpu.counts[:] = 0
+                gpu.counts[:] = 0
+        e_cpu, e_gpu = np.concatenate(e_cpu, axis=1), np.concatenate(e_gpu, axis=1)
+        host = gpu.host_state()
+        case = {
+            "threads": gpu.threads,
+            "counts_cpu": cpu.counts.tolist(), "counts_gpu": gpu.counts.tolist(),
+            "sites_equal": {key: bool(np.array_equal(host[key], cpu.state[key]))
+                            for key in ("up_site", "dn_site", "up_at", "dn_at")},
+            "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
+            "max_dainv": float(np.abs(host["ainv"] - cpu.state["ainv"]).max()),
+            "max_denergy": float(np.abs(e_gpu - e_cpu).max()) if e_cpu.size else 0.0,
+            "energy_shape": [list(e_cpu.shape), list(e_gpu.shape)],
+            "drift_cpu": cpu.drift.tolist(), "drift_gpu": gpu.drift.tolist(),
+            "total_energy_gpu": (e_gpu[..., 0] + e_gpu[..., 1]).ravel().tolist(),
+            "max_denergies_now": float(np.abs(gpu.energies() - cpu.energies()).max()),
+            "counts_after_energies": gpu.counts.tolist(),
+        }
+        out["cases"][name] = case
+    return out
+
+
+if __name__ == "__main__" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    print(MARKER + json.dumps(_child()))
+    sys.exit(0)
+
+
+@pytest.fixture(scope="module")
+def sim():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=900)
+    line = next((l for l in proc.stdout.splitlines() if l.startswith(MARKER)), None)
+    assert line is not None, f"simulator child failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    return json.loads(line[len(MARKER):])
+
+
+# --------------------------------------------------------------------------------------------
+# without the simulator
+# --------------------------------------------------------------------------------------------
+def test_import_needs_no_cuda_and_available_never_raises():
+    code = ("import sys; import qmckit.backends.lattice_cuda as m; before = 'numba.cuda' in sys.modules; "
+            "a = m.available(); print(before, type(a).__name__)")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["False", "bool"]
+    assert isinstance(lc.available(), bool)
+
+
+def test_no_gpu_here_means_not_available():
+    try:
+        from numba import cuda
+
+        gpu = bool(cuda.is_available()) and not lc.simulated()
+    except Exception:
+        gpu = False
+    assert lc.available() is gpu
+
+
+def test_block_sizes_follow_study_000():
+    """Table 5.5: T_P = 4 gives 64, 160 and 416 threads per chain at L = 5, 9, 15 (x = 0.1)."""
+    sizes = [LatticeRVB(L=L, doping=0.1).size for L in (5, 9, 15)]
+    assert sizes == [13, 38, 103]  # N_p + the Γ ghost
+    assert [lc.block_threads(m) for m in sizes] == [64, 160, 416]
+    assert lc.block_threads(103, 8, 16) == 832 and lc.block_threads(5, 1, 32) == 32
+    # A⁻¹ of L = 15 needs the shared-memory opt-in (> 48 KB) and fits an H100 block (227 KB)
+    assert lc.DEFAULT_SHARED_BYTES < 8 * 103 * 103 < lc.SHARED_LIMIT_BYTES
+
+
+def test_bad_options_raise_clear_errors():
+    system, state, states = _start(dict(L=3, doping=0.2), 2)
+    with pytest.raises(ValueError, match="threads_per_column"):
+        lc.CudaChains(system, state, states, threads_per_column=3)
+    with pytest.raises(ValueError, match="bfactor"):
+        lc.CudaChains(system, state, states, bfactor=64)
+    big = LatticeRVB(L=15, doping=0.1)
+    with pytest.raises(ValueError, match="threads per block"):
+        lc.CudaChains(big, {}, np.zeros((1, 2), np.uint64), threads_per_column=16)
+
+
+# --------------------------------------------------------------------------------------------
+# the GPU kernel against its CPU twin (simulator)
+# --------------------------------------------------------------------------------------------
+def test_simulator_child_sees_no_gpu(sim):
+    assert sim["simulated"] and not sim["available"]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_gpu_chain_equals_cpu_twin(sim, name):
+    case = sim["cases"][name]
+    assert case["counts_gpu"] == case["counts_cpu"]
+    assert all(case["sites_equal"].values()), case["sites_equal"]
+    assert case["states_equal"]
+    assert case["max_dainv"] < 1e-10
+    assert case["energy_shape"][0] == case["energy_shape"][1]
+    assert case["max_denergy"] < 1e-10
+    assert case["max_denergies_now"] < 1e-10
+    assert case["counts_after_energies"] == case["counts_gpu"]  # energies() moves nothing
+    assert max(case["drift_gpu"]) < 1e-10 and max(case["drift_cpu"]) < 1e-10
+
+
+def test_the_twin_cases_exercise_hops_and_swaps(sim):
+    for name in ("twin", "layout", "wide", "square"):
+        counts = np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)
+        assert counts[1] > 0 and counts[3] > 0, (name, counts)  # accepted hops and accepted swaps
+    free = np.array(sim["cases"]["free"]["counts_gpu"]).sum(axis=0)
+    assert free[2] == 0 and free[1] > 0  # unprojected: no swaps, only hops (onto any site)
+
+
+def test_counts_restart_after_zeroing_in_place(sim):
+    """The twin case zeroes counts after its unmeasured sweeps: what is left is 3 sweeps × N_e proposals."""
+    counts = np.array(sim["cases"]["twin"]["counts_gpu"])
+    n_e = LatticeRVB(**CASES["twin"][0]).n_electrons
+    assert np.all(counts[:, 0] + counts[:, 2] == 3 * n_e)
+
+
+def test_free_fermions_have_the_fermi_sea_energy_on_the_gpu(sim):
+    system = LatticeRVB(**CASES["free"][0])
+    energies = np.array(sim["cases"]["free"]["total_energy_gpu"])
+    assert np.allclose(energies, system.fermi_sea_energy(), atol=1e-9)
+
+
+def test_layouts_cover_several_block_shapes(sim):
+    """Other T_P/bfactor (checked against the CPU above) and block sizes: 32, 64 and 96 threads (not a power of 2)."""
+    assert [sim["cases"][name]["threads"] for name in ("twin", "layout", "wide", "free")] == [32, 32, 64, 96]
