@@ -771,6 +771,48 @@ def other_drift_change(R, p, cache, i, r_new, dt):
     return 0.5 * dt * total
 
 
+@nb.njit(cache=True, error_model="numpy")
+def _load_rows(R, p, cache, values, gradients, laplacians):
+    """Store supplied orbital rows in the cache as if evaluated at the positions R (RC = R, FLAG set)."""
+    N, n, atoms, C, basis = _layout(p)
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    for i in range(N):
+        for j in range(n):
+            DV[i, j] = values[i, j]
+            OL[i, j] = laplacians[i, j]
+            for c in range(3):
+                DPHI[i, j, c] = gradients[i, j, c]
+        RC[i, 0] = R[i, 0]
+        RC[i, 1] = R[i, 1]
+        RC[i, 2] = R[i, 2]
+    FLAG[0] = ROWS_VALID
+
+
+def local_energy_from_orbitals(R, p, values, gradients, laplacians, cache=None) -> float:
+    """E_L(R) in E_h from orbital rows supplied from outside, by the module's own :func:`local_energy`.
+
+    ``values`` (N, n) φ_j(r_i), ``gradients`` (N, n, 3) ∇φ_j(r_i), ``laplacians`` (N, n) ∇²φ_j(r_i)
+    for the electrons at ``R`` (N, 3) (rows 0..n−1 spin up, the rest down, as the kernels order them),
+    ``p`` the molecule's :attr:`Molecule.kernel_params`. The rows go into a cache as if they had been
+    evaluated at R, so :func:`recompute` keeps them (a row is reused when its position equals the
+    electron's exactly) and everything else — inverses, Jastrow, potential — is the module's float64
+    arithmetic. With the rows that :func:`_orbitals` computes this is :func:`local_energy` bit for bit;
+    the precision study (:mod:`qmckit.studies.precision_energy`) supplies rows from float32 products.
+    """
+    R = np.ascontiguousarray(R, dtype=np.float64)
+    N, n = int(p[P_N]), int(p[P_NUP])
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    gradients = np.ascontiguousarray(gradients, dtype=np.float64)
+    laplacians = np.ascontiguousarray(laplacians, dtype=np.float64)
+    if R.shape != (N, 3) or values.shape != (N, n) or gradients.shape != (N, n, 3) or laplacians.shape != (N, n):
+        raise ValueError(f"expected R (N, 3), values (N, n), gradients (N, n, 3), laplacians (N, n) with "
+                         f"N = {N}, n = {n}; got {R.shape}, {values.shape}, {gradients.shape}, {laplacians.shape}")
+    if cache is None:
+        cache = np.zeros(cache_size_for(N, int(p[P_NBF])))
+    _load_rows(R, p, cache, values, gradients, laplacians)
+    return float(local_energy(R, p, cache))
+
+
 KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
                         accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
                         other_drift_change=other_drift_change)
@@ -907,4 +949,5 @@ class Molecule:
 
 
 __all__ = ["Molecule", "MoleculeParams", "RHFSolution", "rhf_solution", "build_mole", "read_xyz",
+           "local_energy_from_orbitals",
            "resolve_geometry", "builtin_molecules", "PySCFMissing"]
