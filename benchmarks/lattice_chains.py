@@ -19,6 +19,9 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
             linearly to 5000 + 5000 sweeps (marked "extrapolated" in every table);
   cpuall    all CPU cores (numba prange over the 32 chains), likewise at ``--sweeps-scale-all``;
   norefresh the GPU without periodic rebuilds (refresh_every = 0, the thesis's algorithm);
+  (``--algorithm thesis|tracked|both``, default both: the twin and gpu stages run the thesis kernel and/or the
+  tracked one (F and G kept up to date between moves, O(1) hop and O(M) swap ratios), the tracked one also with
+  refresh_every = 10; the other stages stay on the thesis algorithm)
   layout    L = 15: T_P ∈ {1, 2, 4, 8} × bfactor ∈ {4, 8, 16, 32}, at ``--layout-scale`` × the sweeps;
   chains    L = 15 (and 9): 32, 132, 264, 528, 1056 chains: chain·sweeps per second, at ``--scan-scale``.
 
@@ -229,9 +232,10 @@ def acceptance(counts):
             "singular_swap_rebuilds": int(c[REBUILDS])}
 
 
-def gpu_run(L, chains, n_eq, n_acc, refresh, tp=4, bf=8, keep_state=False):
+def gpu_run(L, chains, n_eq, n_acc, refresh, tp=4, bf=8, keep_state=False, algorithm="thesis"):
     system, state, states = start(L, chains)
-    gpu = lc.CudaChains(system, state, states, refresh_every=refresh, threads_per_column=tp, bfactor=bf)
+    gpu = lc.CudaChains(system, state, states, refresh_every=refresh, threads_per_column=tp, bfactor=bf,
+                        algorithm=algorithm)
     gpu.kernel_info()  # compiles (or fetches) this layout's kernel before the clock starts
     t_eq, _ = gpu_phase(gpu, n_eq, False)
     eq_state = (gpu.host_state(), gpu.states_to_host()) if keep_state else None
@@ -269,19 +273,29 @@ def stage_warmup(cfg, results):
     t2 = time.perf_counter()
     results["compile_s"] = {"gpu": t1 - t0, "cpu": t2 - t1}
     results["kernel"] = {str(L): lc.CudaChains(*start(L, 1)).kernel_info() for L in cfg["Ls"]}
+    if "tracked" in cfg["algorithms"]:
+        results["kernel_tracked"] = {str(L): lc.CudaChains(*start(L, 1), algorithm="tracked").kernel_info()
+                                     for L in cfg["Ls"]}
 
 
 def stage_twin(cfg, results):
     out = {}
-    for L, layout in cfg["twin_Ls"]:
+    jobs = [(L, layout, "thesis") for L, layout in cfg["twin_Ls"]] if "thesis" in cfg["algorithms"] else []
+    if "tracked" in cfg["algorithms"]:
+        jobs += [(L, layout, "tracked") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
+    for L, layout, algorithm in jobs:
         system, state, states = start(L, cfg["chains"])
-        cpu = CpuChains(system, {k: np.array(v) for k, v in state.items()}, np.array(states), refresh_every=1)
-        gpu = lc.CudaChains(system, state, states, refresh_every=1, threads_per_column=layout[0], bfactor=layout[1])
+        cpu = CpuChains(system, {k: np.array(v) for k, v in state.items()}, np.array(states), refresh_every=1,
+                        algorithm=algorithm)
+        gpu = lc.CudaChains(system, state, states, refresh_every=1, threads_per_column=layout[0], bfactor=layout[1],
+                            algorithm=algorithm)
         e_cpu = cpu.sweep(cfg["twin_sweeps"], measure=True)
         e_gpu = gpu.sweep(cfg["twin_sweeps"], measure=True)
         host = gpu.host_state()
         key = f"{L}" if layout == (4, 8) else f"{L} (T_P={layout[0]}, bfactor={layout[1]})"
-        out[key] = {
+        if algorithm == "tracked":
+            key = f"tracked {key}"
+        out[key] = {"algorithm": algorithm,
             "chains": cfg["chains"], "sweeps": cfg["twin_sweeps"], "L": L, "T_P": layout[0], "bfactor": layout[1],
             "threads": gpu.threads, "max_registers": gpu.max_registers,
             "counts_equal": bool(np.array_equal(cpu.counts, gpu.counts)),
@@ -298,14 +312,34 @@ def stage_twin(cfg, results):
     results["twin"] = out
 
 
+def gpu_variants(cfg):
+    """(results key, algorithm, refresh_every) of the gpu stage's runs."""
+    out = []
+    if "thesis" in cfg["algorithms"]:
+        out.append(("gpu", "thesis", cfg["refresh"]))
+    if "tracked" in cfg["algorithms"]:
+        out.append(("gpu_tracked", "tracked", cfg["refresh"]))
+        if cfg["refresh"] != 10:
+            out.append(("gpu_tracked_refresh10", "tracked", 10))
+    return out
+
+
 def stage_gpu(cfg, results, info):
+    for key, algorithm, refresh in gpu_variants(cfg):
+        log(f"  [{key}] algorithm {algorithm}, refresh_every {refresh}")
+        stage_gpu_variant(cfg, results, info, key, algorithm, refresh)
+
+
+def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh):
     out = {}
+    cfg = dict(cfg, refresh=refresh)
     peak = info.get("peak_fp64_tflops")
     for L in cfg["Ls"]:
         reps = []
         keep = None
         for r in range(cfg["repeats"] if L < 15 else min(cfg["repeats"], 2)):
-            run = gpu_run(L, cfg["chains"], cfg["n_eq"], cfg["n_acc"], cfg["refresh"], keep_state=(r == 0))
+            run = gpu_run(L, cfg["chains"], cfg["n_eq"], cfg["n_acc"], cfg["refresh"], keep_state=(r == 0),
+                          algorithm=algorithm)
             reps.append(run)
             if r == 0:
                 keep = run
@@ -317,7 +351,7 @@ def stage_gpu(cfg, results, info):
             if cfg["refresh"] > 0 else 0
         flops = flop_counts(system, gpu.counts, cfg["chains"] * cfg["n_acc"], n_rebuilds)
         t_med = median(total)
-        row = {"L": L, "n_sites": system.n_sites, "n_electrons": system.n_electrons, "M": system.size,
+        row = {"algorithm": algorithm, "L": L, "n_sites": system.n_sites, "n_electrons": system.n_electrons, "M": system.size,
                "chains": cfg["chains"], "sweeps": [cfg["n_eq"], cfg["n_acc"]], "refresh_every": cfg["refresh"],
                "threads": gpu.threads, "shared_bytes": gpu.shared_bytes,
                "t_eq_s": t_eq, "t_acc_s": t_acc, "t_total_s": total, "t_total_median_s": t_med,
@@ -336,14 +370,18 @@ def stage_gpu(cfg, results, info):
             row["thesis_m2070_bfactor8_s"] = THESIS["gpu_m2070_bfactor8_s"].get(L)
             row["thesis_m2070_bfactor16_s"] = THESIS["gpu_m2070_bfactor16_s"].get(L)
         out[str(L)] = row
-        cfg["eq_states"][L] = keep["eq_state"]
-        log(f"  gpu L={L}: total {t_med:.3f} s (eq {median(t_eq):.3f} + acc {median(t_acc):.3f}), "
+        if algorithm == "thesis" or L not in cfg["eq_states"]:
+            cfg["eq_states"][L] = keep["eq_state"]
+        log(f"  {result_key} L={L}: total {t_med:.3f} s (eq {median(t_eq):.3f} + acc {median(t_acc):.3f}), "
             f"E/N_s = {row['energy']['energy_per_site']:.5f} ± {row['energy']['error']:.5f}, "
             f"acc {row['acceptance']['all']:.3f}, SM {row['sm_flop_per_s'] / 1e9:.1f} GFLOP/s")
     if "15" in out and cfg["full"]:
-        results["goals"] = {"gpu_L15_s": out["15"]["t_total_median_s"], "gpu_L15_goal_s": GOALS["gpu_L15_32_chains_s"],
-                            "gpu_L15_met": out["15"]["t_total_median_s"] <= GOALS["gpu_L15_32_chains_s"]}
-    results["gpu"] = out
+        goals = results.setdefault("goals", {})
+        tag = "" if result_key == "gpu" else result_key[3:]
+        goals[f"gpu{tag}_L15_s"] = out["15"]["t_total_median_s"]
+        goals["gpu_L15_goal_s"] = GOALS["gpu_L15_32_chains_s"]
+        goals[f"gpu{tag}_L15_met"] = out["15"]["t_total_median_s"] <= GOALS["gpu_L15_32_chains_s"]
+    results[result_key] = out
 
 
 def stage_cpu(cfg, results, key, threads, scale, repeats_small):
@@ -494,6 +532,20 @@ def markdown(results):
         lines.append(f"fp64 peak assumed: {m['gpu'].get('peak_fp64_tflops')} TFLOP/s ({m['gpu'].get('peak_source')}); "
                      "SM FLOP/s = 4M² per Sherman–Morrison step (one per accepted hop, two per accepted swap) / GPU time.")
         lines.append("")
+    variants = [(k, results[k]) for k in ("gpu", "gpu_tracked", "gpu_tracked_refresh10") if results.get(k)]
+    if variants:
+        lines.append("GPU algorithms (32 chains unless smoke; total s = median of repeats; E/N_s = chain mean ± std/√W):")
+        lines.append("")
+        lines.append("| run | L | algorithm | refresh_every | threads | shared B | GPU (s) | E/N_s (t) | acceptance | drift max |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        for key, rows in variants:
+            for g in rows.values():
+                e = g["energy"]
+                lines.append(f"| {key} | {g['L']} | {g.get('algorithm', 'thesis')} | {g['refresh_every']} | {g['threads']} "
+                             f"| {g['shared_bytes']} | {fmt(g['t_total_median_s'], 3)} "
+                             f"| {e['energy_per_site']:.5f} ± {e['error']:.5f} | {g['acceptance']['all']:.3f} "
+                             f"| {g['drift_max']:.1e} |")
+        lines.append("")
     goals = results.get("goals")
     if goals:
         lines.append("Goals: " + "; ".join(f"{k} = {v}" for k, v in goals.items()))
@@ -547,6 +599,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--refresh-every", type=int, default=1)
     ap.add_argument("--stages", default="twin,gpu,cpu1,cpuall,norefresh,layout,chains")
+    ap.add_argument("--algorithm", choices=("thesis", "tracked", "both"), default="both",
+                    help="chain algorithm(s) of the twin and gpu stages (the others run the thesis algorithm)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (for the CUDA simulator)")
     args = ap.parse_args(argv)
     if not (lc.simulated() or lc.available()):
@@ -568,6 +622,7 @@ def main(argv=None):
         "layout_scale": 1.0 if smoke else args.layout_scale,
         "chain_Ls": (3,) if smoke else (15, 9), "chain_counts": (2, 3) if smoke else (32, 132, 264, 528, 1056),
         "eq_states": {},
+        "algorithms": ("thesis", "tracked") if args.algorithm == "both" else (args.algorithm,),
     }
     scale1 = 1.0 if smoke else args.sweeps_scale
     scale_all = 1.0 if smoke else args.sweeps_scale_all

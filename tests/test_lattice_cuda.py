@@ -31,6 +31,15 @@ CASES = {
     "square": (dict(kind="square", L=4, doping=0.125), 2, [(1, False), (2, True)], 1, 4, 8),
 }
 
+# the tracked algorithm (F and G kept up to date): GPU kernel vs the tracked CPU kernel, same layout
+TRACKED_CASES = {
+    "tracked_twin": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 2, 4, 8),  # the last sweep not rebuilt
+    "tracked_norefresh": (dict(L=3, doping=0.2), 2, [(4, True)], 0, 4, 8),
+    "tracked_wide": (dict(L=3, doping=0.2), 1, [(2, True)], 1, 8, 32),  # 64 threads
+    "tracked_square": (dict(kind="square", L=4, doping=0.125), 2, [(1, False), (2, True)], 0, 4, 8),
+    "tracked_free": (dict(L=5, doping=0.6, free=True, J=0.0), 1, [(1, False), (2, True)], 2, 16, 2),  # 96 threads
+}
+
 
 def _start(params, chains, seed=11):
     from qmckit.rng import seed_states
@@ -85,6 +94,34 @@ def _child() -> dict:
             "counts_after_energies": gpu.counts.tolist(),
         }
         out["cases"][name] = case
+    out["tracked"] = {}
+    for name, (params, chains, plan, refresh, tp, bf) in TRACKED_CASES.items():
+        system, state, states = _start(params, chains)
+        cpu = CpuChains(system, _copy(state), states.copy(), refresh_every=refresh, algorithm="tracked")
+        thesis = CpuChains(system, _copy(state), states.copy(), refresh_every=refresh)
+        gpu = lc.CudaChains(system, _copy(state), states.copy(), refresh_every=refresh, threads_per_column=tp,
+                            bfactor=bf, algorithm="tracked")
+        e_cpu, e_gpu = [], []
+        for n, measure in plan:
+            e_cpu.append(cpu.sweep(n, measure))
+            e_gpu.append(gpu.sweep(n, measure))
+            thesis.sweep(n, measure)
+        e_cpu, e_gpu = np.concatenate(e_cpu, axis=1), np.concatenate(e_gpu, axis=1)
+        host = gpu.host_state()
+        out["tracked"][name] = {
+            "threads": gpu.threads,
+            "counts_cpu": cpu.counts.tolist(), "counts_gpu": gpu.counts.tolist(), "counts_thesis": thesis.counts.tolist(),
+            "sites_equal": {key: bool(np.array_equal(host[key], cpu.state[key]))
+                            for key in ("up_site", "dn_site", "up_at", "dn_at")},
+            "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
+            "max_dainv": float(np.abs(host["ainv"] - cpu.state["ainv"]).max()),
+            "max_denergy": float(np.abs(e_gpu - e_cpu).max()) if e_cpu.size else 0.0,
+            "energy_shape": [list(e_cpu.shape), list(e_gpu.shape)],
+            "drift_gpu": gpu.drift.tolist(),
+            "total_energy_gpu": (e_gpu[..., 0] + e_gpu[..., 1]).ravel().tolist(),
+            "max_denergies_now": float(np.abs(gpu.energies() - cpu.energies()).max()),
+            "counts_after_energies": gpu.counts.tolist(),
+        }
     return out
 
 
@@ -191,3 +228,39 @@ def test_free_fermions_have_the_fermi_sea_energy_on_the_gpu(sim):
 def test_layouts_cover_several_block_shapes(sim):
     """Other T_P/bfactor (checked against the CPU above) and block sizes: 32, 64 and 96 threads (not a power of 2)."""
     assert [sim["cases"][name]["threads"] for name in ("twin", "layout", "wide", "free")] == [32, 32, 64, 96]
+
+
+# --------------------------------------------------------------------------------------------
+# the tracked algorithm's kernel against the tracked CPU kernel (simulator)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(TRACKED_CASES))
+def test_tracked_gpu_chain_equals_tracked_cpu_twin(sim, name):
+    case = sim["tracked"][name]
+    assert case["counts_gpu"] == case["counts_cpu"] == case["counts_thesis"]
+    assert all(case["sites_equal"].values()), case["sites_equal"]
+    assert case["states_equal"]
+    assert case["max_dainv"] < 1e-10
+    assert case["energy_shape"][0] == case["energy_shape"][1]
+    assert case["max_denergy"] < 1e-10
+    assert case["max_denergies_now"] < 1e-10
+    assert case["counts_after_energies"] == case["counts_gpu"]
+    assert max(case["drift_gpu"]) < 1e-10
+
+
+def test_tracked_cases_exercise_hops_and_swaps(sim):
+    for name in ("tracked_twin", "tracked_norefresh", "tracked_wide", "tracked_square"):
+        counts = np.array(sim["tracked"][name]["counts_gpu"]).sum(axis=0)
+        assert counts[1] > 0 and counts[3] > 0, (name, counts)
+    assert [sim["tracked"][name]["threads"] for name in ("tracked_twin", "tracked_wide", "tracked_free")] == [32, 64, 96]
+    system = LatticeRVB(**TRACKED_CASES["tracked_free"][0])
+    energies = np.array(sim["tracked"]["tracked_free"]["total_energy_gpu"])
+    assert np.allclose(energies, system.fermi_sea_energy(), atol=1e-9)
+
+
+def test_tracked_option_is_checked():
+    system, state, states = _start(dict(L=3, doping=0.2), 1)
+    with pytest.raises(ValueError, match="algorithm"):
+        lc.CudaChains(system, state, states, algorithm="fast")
+    # the tracked kernel's shared memory at L = 15 fits an H100 block
+    big = LatticeRVB(L=15, doping=0.1)
+    assert lc.shared_bytes_tracked(big.size, big.n_sites, 416) < lc.SHARED_LIMIT_BYTES

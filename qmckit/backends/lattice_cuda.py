@@ -62,6 +62,22 @@ block is latency bound (Nsight Compute: ~6.7 cycles per issued instruction, most
 barrier stalls), and 32 chains use 32 of the 132 SMs (throughput rises 4.1× up to 132 chains).
 ``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
 
+The tracked algorithm (``CudaChains(..., algorithm="tracked")``, kernel ``run_chains_tracked_gpu``, the
+twin of :func:`qmckit.backends.lattice_chains.run_chains_tracked`): the hop ratios F = Φ(sites, R↓) A⁻¹
+(N_s × M) and G = A⁻¹ Φ(R↑, sites) (M × N_s) are kept up to date in per-chain global scratch (L2
+resident), A⁻¹ stays in shared memory. A hop ratio is one element of F or G; a swap ratio is
+``two_electron_ratio``, its O(M) sum formed by every warp on its own (lanes split the sum, an xor
+butterfly leaves the same value in every lane of every warp), so proposals need no barrier and warps run
+ahead independently through rejected proposals. The block joins only on an accepted move — a read-only
+stage of the update vectors recomputed from A⁻¹ (for an up move k → b: f = Φ(b, R↓) A⁻¹, whose f_k is
+the ratio R, A⁻¹[:, k] and F[:, k] = Φ(sites, R↓) A⁻¹[:, k]; a barrier; then φ(b, s) − Σ_c f_c φ(R↑_c, s);
+the transposed set for a down move; tracking the vectors that are divided by R instead is unstable:
+O(1) drift within tens of sweeps at L = 15), a barrier, the rank-1 updates of A⁻¹, F and G by all
+threads (rows by warp, four columns per lane in flight) with thread 0's configuration writes, a
+barrier — and for rebuilds (Gauss–Jordan as above, then F and G from scratch with the measurement's
+tile product) and measurements (``block_energy`` with F, G given). An accepted swap is two such steps
+in the thesis order (the intermediate is the doubly occupied site).
+
 ``counts`` (W, 5) and ``drift`` (W,) are host arrays, updated after every :meth:`CudaChains.sweep`
 from the launch's own counts (each launch starts from zero on the device), so code may zero or set
 them in place between sweeps (:class:`qmckit.methods.lattice_vmc.LatticeRun` does).
@@ -143,6 +159,19 @@ def shared_bytes(size: int, n_sites: int, threads: int) -> int:
     doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + N_COUNTERS
     ints = 4 * size + 2 * n_sites + reduction_ints(threads)
     return 8 * doubles + 4 * ints
+
+
+def shared_bytes_tracked(size: int, n_sites: int, threads: int) -> int:
+    """Dynamic shared memory of one block of the tracked kernel: A⁻¹ (M²), two vectors (M), two site
+    vectors (N_s), the tile (16·M), the reduction slots and counters (float64), then the int32 arrays of
+    :func:`shared_bytes`."""
+    doubles = size * size + 2 * size + 2 * n_sites + TILE * size + reduction_doubles(threads) + N_COUNTERS
+    ints = 4 * size + 2 * n_sites + reduction_ints(threads)
+    return 8 * doubles + 4 * ints
+
+
+ALGORITHMS = ("thesis", "tracked")
+KERNEL_NAMES = {"thesis": "run_chains", "tracked": "run_chains_tracked"}
 
 
 def default_max_registers(threads: int) -> int:
@@ -1005,7 +1034,579 @@ def kernels(max_registers: int = 255) -> dict:
                 counts[w, q] += int(cnt[q])
             drift[w] = max(drift[w], dmax)
 
-    return {"run_chains": run_chains_gpu}
+    @dev
+    def block_energy_given(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site, up_at,
+                     dn_at, F, G, tile, red):
+        """block_energy with F and G given (the tracked kernel's, up to date): ``local_energy_given``."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        nnb = neighbours.shape[1]
+        kinetic = 0.0
+        item = t
+        while item < NS * 2 * nnb:
+            s = item // (2 * nnb)
+            rem = item - s * 2 * nnb
+            spin = 1 if rem >= nnb else 0
+            q = rem - nnb if spin == 1 else rem
+            label = up_at[s] if spin == 1 else dn_at[s]
+            if label >= 0:
+                j = neighbours[s, q]
+                same = up_at[j] >= 0 if spin == 1 else dn_at[j] >= 0
+                if not (same or (projected and (up_at[j] >= 0 or dn_at[j] >= 0))):
+                    if spin == 1:
+                        kinetic -= hopping[s, q] * F[j * M + label]
+                    else:
+                        kinetic -= hopping[s, q] * G[label * NS + j]
+            item += T
+        exchange = 0.0
+        if projected and J != 0.0:  # one warp per bond, its lanes split the sum over c
+            lane = t & 31
+            nw = T >> 5
+            nb = bonds.shape[0]
+            e0 = 0
+            while e0 < nb:  # the same trip count in every warp (group sums may hold barriers)
+                e = e0 + (t >> 5)
+                ok = False
+                a = 0
+                b = 0
+                if e < nb:
+                    i = bonds[e, 0]
+                    j = bonds[e, 1]
+                    if up_at[i] >= 0 and dn_at[j] >= 0:
+                        a = i
+                        b = j
+                        ok = True
+                    elif dn_at[i] >= 0 and up_at[j] >= 0:
+                        a = j
+                        b = i
+                        ok = True
+                h = 0.0
+                if ok:
+                    fb = b * M
+                    h0 = 0.0
+                    h1 = 0.0
+                    h2 = 0.0
+                    h3 = 0.0
+                    col = lane
+                    while col < M:  # four independent loads in flight per lane
+                        c1 = min(col + 32, M - 1)
+                        c2 = min(col + 64, M - 1)
+                        c3 = min(col + 96, M - 1)
+                        x0 = F[fb + col] * pairT[a, up_site[col]]
+                        x1 = F[fb + c1] * pairT[a, up_site[c1]]
+                        x2 = F[fb + c2] * pairT[a, up_site[c2]]
+                        x3 = F[fb + c3] * pairT[a, up_site[c3]]
+                        h0 += x0
+                        if col + 32 < M:
+                            h1 += x1
+                        if col + 64 < M:
+                            h2 += x2
+                        if col + 96 < M:
+                            h3 += x3
+                        col += 128
+                    h = (h0 + h1) + (h2 + h3)
+                h = group_sum(h, 32, red)
+                if ok and lane == 0:
+                    k = up_at[a]  # up electron k: a → b;  down electron l: b → a
+                    l = dn_at[b]
+                    alk = A[l * M + k]
+                    swap = alk * pair[b, a] + F[b * M + k] * G[l * NS + a] - alk * h
+                    exchange -= 0.5 * J * (1.0 + swap)
+                e0 += nw
+        double = 0.0
+        i = t
+        while i < NS:
+            if up_at[i] >= 0 and dn_at[i] >= 0:
+                double += 1.0
+            i += T
+        return block_sum3(kinetic, exchange, double, red, 0, True)
+
+    # --- the tracked algorithm ("tracked": F and G in global scratch, kept up to date) -----------
+    @dev
+    def fresh_fg(A, M, NS, pair, pairT, up_site, dn_site, F, G, tile):
+        """G = A⁻¹ Φ(R↑, sites), F = Φ(sites, R↓) A⁻¹ from scratch (hop_ratios); ends with a barrier."""
+        gather_product(A, M, M, 1, pair, up_site, NS, G, NS, 1, tile)
+        gather_product(A, M, 1, M, pairT, dn_site, NS, F, 1, M, tile)
+
+    @dev
+    def dot_a_col(A, M, col, tab, row, idx):
+        """Σ_l tab[row, idx[l]] · A⁻¹[l, col] (four accumulators: four loads in flight)."""
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        l = 0
+        while l + 3 < M:
+            s0 += tab[row, idx[l]] * A[l * M + col]
+            s1 += tab[row, idx[l + 1]] * A[(l + 1) * M + col]
+            s2 += tab[row, idx[l + 2]] * A[(l + 2) * M + col]
+            s3 += tab[row, idx[l + 3]] * A[(l + 3) * M + col]
+            l += 4
+        while l < M:
+            s0 += tab[row, idx[l]] * A[l * M + col]
+            l += 1
+        return (s0 + s1) + (s2 + s3)
+
+    @dev
+    def dot_a_row(A, M, r, tab, idx, col):
+        """Σ_k A⁻¹[r, k] · tab[idx[k], col] (four accumulators)."""
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        base = r * M
+        k = 0
+        while k + 3 < M:
+            s0 += A[base + k] * tab[idx[k], col]
+            s1 += A[base + k + 1] * tab[idx[k + 1], col]
+            s2 += A[base + k + 2] * tab[idx[k + 2], col]
+            s3 += A[base + k + 3] * tab[idx[k + 3], col]
+            k += 4
+        while k < M:
+            s0 += A[base + k] * tab[idx[k], col]
+            k += 1
+        return (s0 + s1) + (s2 + s3)
+
+    @dev
+    def dot_vec_tab(v, M, tab, idx, col):
+        """Σ_c v[c] · tab[idx[c], col] (four accumulators)."""
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        c = 0
+        while c + 3 < M:
+            s0 += v[c] * tab[idx[c], col]
+            s1 += v[c + 1] * tab[idx[c + 1], col]
+            s2 += v[c + 2] * tab[idx[c + 2], col]
+            s3 += v[c + 3] * tab[idx[c + 3], col]
+            c += 4
+        while c < M:
+            s0 += v[c] * tab[idx[c], col]
+            c += 1
+        return (s0 + s1) + (s2 + s3)
+
+    @dev
+    def up_stage(A, M, NS, pair, pairT, up_site, dn_site, k, b, fv, xv, sv1, sv2):
+        """Up electron k → b, first half (reads only; site lists before the move), recomputed from A⁻¹
+        (the stable form of lattice_rvb.tracked_update_up): fv = Φ(b, R↓) A⁻¹ (R = fv[k]),
+        xv = A⁻¹[:, k], sv1 = Φ(sites, R↓) A⁻¹[:, k]; a barrier; sv2[s] = φ(b, s) − Σ_c fv[c] φ(R↑_c, s);
+        a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        e = t
+        while e < M + NS:  # the M + N_s dot products spread over the block
+            if e < M:
+                fv[e] = dot_a_col(A, M, e, pair, b, dn_site)
+                xv[e] = A[e * M + k]
+            else:
+                sidx = e - M
+                s0 = 0.0
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                l = 0
+                while l + 3 < M:
+                    s0 += pairT[dn_site[l], sidx] * A[l * M + k]
+                    s1 += pairT[dn_site[l + 1], sidx] * A[(l + 1) * M + k]
+                    s2 += pairT[dn_site[l + 2], sidx] * A[(l + 2) * M + k]
+                    s3 += pairT[dn_site[l + 3], sidx] * A[(l + 3) * M + k]
+                    l += 4
+                while l < M:
+                    s0 += pairT[dn_site[l], sidx] * A[l * M + k]
+                    l += 1
+                sv1[sidx] = (s0 + s1) + (s2 + s3)
+            e += T
+        cuda.syncthreads()
+        sidx = t
+        while sidx < NS:
+            sv2[sidx] = pair[b, sidx] - dot_vec_tab(fv, M, pair, up_site, sidx)
+            sidx += T
+        cuda.syncthreads()
+
+    @dev
+    def up_apply(A, M, NS, F, G, k, b, fv, xv, sv1, sv2):
+        """Second half, R = fv[k]: A⁻¹ −= (xv/R)(fv − e_k)ᵀ; F −= (sv1/R)(fv − e_k)ᵀ with column k set to
+        sv1/R and row b to e_k; G += (xv/R) sv2ᵀ (rows by warp, up to four columns per lane in flight);
+        ends with a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        lane = t & 31
+        nw = T >> 5
+        inv_r = 1.0 / fv[k]
+        i = t >> 5
+        while i < M:
+            x = xv[i] * inv_r
+            base = i * M
+            j = lane
+            while j < M:
+                fj = fv[j] - 1.0 if j == k else fv[j]
+                A[base + j] -= x * fj
+                j += 32
+            base = i * NS
+            j = lane
+            while j < NS:
+                j1 = min(j + 32, NS - 1)
+                j2 = min(j + 64, NS - 1)
+                j3 = min(j + 96, NS - 1)
+                g0 = G[base + j]
+                g1 = G[base + j1]
+                g2 = G[base + j2]
+                g3 = G[base + j3]
+                G[base + j] = g0 + x * sv2[j]
+                if j + 32 < NS:
+                    G[base + j1] = g1 + x * sv2[j1]
+                if j + 64 < NS:
+                    G[base + j2] = g2 + x * sv2[j2]
+                if j + 96 < NS:
+                    G[base + j3] = g3 + x * sv2[j3]
+                j += 128
+            i += nw
+        i = t >> 5
+        while i < NS:
+            x = sv1[i] * inv_r
+            base = i * M
+            j = lane
+            while j < M:
+                j1 = min(j + 32, M - 1)
+                j2 = min(j + 64, M - 1)
+                j3 = min(j + 96, M - 1)
+                f0 = F[base + j]
+                f1 = F[base + j1]
+                f2 = F[base + j2]
+                f3 = F[base + j3]
+                if i == b:
+                    f0 = 1.0 if j == k else 0.0
+                    f1 = 1.0 if j1 == k else 0.0
+                    f2 = 1.0 if j2 == k else 0.0
+                    f3 = 1.0 if j3 == k else 0.0
+                else:
+                    f0 = x if j == k else f0 - x * fv[j]
+                    f1 = x if j1 == k else f1 - x * fv[j1]
+                    f2 = x if j2 == k else f2 - x * fv[j2]
+                    f3 = x if j3 == k else f3 - x * fv[j3]
+                F[base + j] = f0
+                if j + 32 < M:
+                    F[base + j1] = f1
+                if j + 64 < M:
+                    F[base + j2] = f2
+                if j + 96 < M:
+                    F[base + j3] = f3
+                j += 128
+            i += nw
+        cuda.syncthreads()
+
+    @dev
+    def down_stage(A, M, NS, pair, pairT, up_site, dn_site, l, a, gv, yv, sv1, sv2):
+        """Down electron l → a, first half (reads only; site lists before the move), recomputed from A⁻¹:
+        gv = A⁻¹ Φ(R↑, a) (R = gv[l]), yv = A⁻¹[l, :], sv1 = A⁻¹[l, :] Φ(R↑, sites); a barrier;
+        sv2[s] = φ(s, a) − Σ_r φ(s, R↓_r) gv[r]; a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        e = t
+        while e < M + NS:
+            if e < M:
+                gv[e] = dot_a_row(A, M, e, pair, up_site, a)
+                yv[e] = A[l * M + e]
+            else:
+                sidx = e - M
+                sv1[sidx] = dot_a_row(A, M, l, pair, up_site, sidx)
+            e += T
+        cuda.syncthreads()
+        sidx = t
+        while sidx < NS:
+            sv2[sidx] = pairT[a, sidx] - dot_vec_tab(gv, M, pairT, dn_site, sidx)
+            sidx += T
+        cuda.syncthreads()
+
+    @dev
+    def down_apply(A, M, NS, F, G, l, a, gv, yv, sv1, sv2):
+        """Second half, R = gv[l]: A⁻¹ −= (gv − e_l)(yv/R)ᵀ; G −= (gv − e_l)(sv1/R)ᵀ with row l set to
+        sv1/R and column a to e_l; F += sv2 (yv/R)ᵀ; ends with a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        lane = t & 31
+        nw = T >> 5
+        inv_r = 1.0 / gv[l]
+        i = t >> 5
+        while i < M:
+            g = gv[i] - 1.0 if i == l else gv[i]
+            base = i * M
+            j = lane
+            while j < M:
+                A[base + j] -= g * (yv[j] * inv_r)
+                j += 32
+            gr = g * inv_r
+            base = i * NS
+            j = lane
+            while j < NS:
+                j1 = min(j + 32, NS - 1)
+                j2 = min(j + 64, NS - 1)
+                j3 = min(j + 96, NS - 1)
+                g0 = G[base + j]
+                g1 = G[base + j1]
+                g2 = G[base + j2]
+                g3 = G[base + j3]
+                if i == l:
+                    g0 = 1.0 if j == a else sv1[j] * inv_r
+                    g1 = 1.0 if j1 == a else sv1[j1] * inv_r
+                    g2 = 1.0 if j2 == a else sv1[j2] * inv_r
+                    g3 = 1.0 if j3 == a else sv1[j3] * inv_r
+                else:
+                    g0 = 0.0 if j == a else g0 - gr * sv1[j]
+                    g1 = 0.0 if j1 == a else g1 - gr * sv1[j1]
+                    g2 = 0.0 if j2 == a else g2 - gr * sv1[j2]
+                    g3 = 0.0 if j3 == a else g3 - gr * sv1[j3]
+                G[base + j] = g0
+                if j + 32 < NS:
+                    G[base + j1] = g1
+                if j + 64 < NS:
+                    G[base + j2] = g2
+                if j + 96 < NS:
+                    G[base + j3] = g3
+                j += 128
+            i += nw
+        i = t >> 5
+        while i < NS:
+            d = sv2[i] * inv_r
+            base = i * M
+            j = lane
+            while j < M:
+                j1 = min(j + 32, M - 1)
+                j2 = min(j + 64, M - 1)
+                j3 = min(j + 96, M - 1)
+                f0 = F[base + j]
+                f1 = F[base + j1]
+                f2 = F[base + j2]
+                f3 = F[base + j3]
+                F[base + j] = f0 + d * yv[j]
+                if j + 32 < M:
+                    F[base + j1] = f1 + d * yv[j1]
+                if j + 64 < M:
+                    F[base + j2] = f2 + d * yv[j2]
+                if j + 96 < M:
+                    F[base + j3] = f3 + d * yv[j3]
+                j += 128
+            i += nw
+        cuda.syncthreads()
+
+    @c.jit(**options)
+    def run_chains_tracked_gpu(pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs, up_site_g, dn_site_g,
+                               up_at_g, dn_at_g, ainv_g, states, n_sweeps, moves_per_sweep, measure, refresh_every,
+                               energies, counts, drift, scratch, Fs, Gs, TP, BF):
+        """The tracked algorithm (lattice_chains.run_chains_tracked), arguments as run_chains_gpu's.
+
+        F (N_s×M) and G (M×N_s) live in the chain's global scratch Fs[w], Gs[w] and are formed at the
+        start and after every rebuild. A proposal reads its ratio from F or G (a hop) or forms
+        two_electron_ratio's O(M) sum in EVERY warp (lanes split c, an xor butterfly: the same value in
+        every thread, no barrier, no shared memory); warps run ahead independently through rejected
+        proposals. The block joins only on an accepted move (a read-only stage, a barrier, then the
+        rank-1 updates of A⁻¹, F and G by all threads and thread 0's configuration writes, a barrier),
+        before rebuilds and at measurements. The vectors an update divides by the ratio are recomputed
+        from A⁻¹ in its stage (see lattice_rvb.tracked_update_up).
+        """
+        w = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        lane = t & 31
+        M = ainv_g.shape[1]
+        NS = up_at_g.shape[1]
+        MM = M * M
+        dsh = cuda.shared.array(0, dtype=f64)
+        A = dsh[0:MM]
+        fv = dsh[MM:MM + M]
+        xv = dsh[MM + M:MM + 2 * M]
+        o1 = MM + 2 * M
+        sv1 = dsh[o1:o1 + NS]
+        sv2 = dsh[o1 + NS:o1 + 2 * NS]
+        o1 = o1 + 2 * NS
+        tile = dsh[o1:o1 + TW * M]
+        o1 = o1 + TW * M
+        nred = 3 * T if SIM else 288
+        nd = o1 + nred + NC
+        red = dsh[o1:nd - NC]
+        cnt = dsh[nd - NC:nd]
+        ish = cuda.shared.array(0, dtype=i32)
+        o = 2 * nd
+        up_site = ish[o:o + M]
+        dn_site = ish[o + M:o + 2 * M]
+        up_at = ish[o + 2 * M:o + 2 * M + NS]
+        dn_at = ish[o + 2 * M + NS:o + 2 * M + 2 * NS]
+        o2 = o + 2 * M + 2 * NS
+        perm = ish[o2:o2 + M]
+        sigma = ish[o2 + M:o2 + 2 * M]
+        redi = ish[o2 + 2 * M:o2 + 2 * M + (T if SIM else 32)]
+        i = t
+        while i < M:
+            up_site[i] = up_site_g[w, i]
+            dn_site[i] = dn_site_g[w, i]
+            i += T
+        i = t
+        while i < NS:
+            up_at[i] = up_at_g[w, i]
+            dn_at[i] = dn_at_g[w, i]
+            i += T
+        i = t >> 5
+        while i < M:
+            j = lane
+            while j < M:
+                A[i * M + j] = ainv_g[w, i, j]
+                j += 32
+            i += T >> 5
+        st = cuda.local.array((1, 2), u64)
+        st[0, 0] = states[w, 0]
+        st[0, 1] = states[w, 1]
+        old = scratch[w, 0]
+        tmp = scratch[w, 1]
+        F = Fs[w]
+        G = Gs[w]
+        if t == 0:
+            for q in range(NC):
+                cnt[q] = 0.0
+        dmax = 0.0
+        n2 = 2 * n_pairs
+        cuda.syncthreads()
+        fresh_fg(A, M, NS, pair, pairT, up_site, dn_site, F, G, tile)
+        for sweep in range(n_sweeps):
+            for _ in range(moves_per_sweep):
+                e = min(int(uniform(st, 0) * n2), n2 - 1)
+                label = e >> 1
+                spin = e & 1
+                target = 0
+                while True:
+                    target = min(int(uniform(st, 0) * NS), NS - 1)
+                    occ = up_at[target] if spin == 1 else dn_at[target]
+                    if occ < 0:
+                        break
+                other = dn_at[target] if spin == 1 else up_at[target]
+                is_swap = projected and other >= 0
+                k = 0
+                l = 0
+                a = 0
+                b = 0
+                first_up = 0.0
+                first_down = 0.0
+                if is_swap:  # two_electron_ratio: the O(M) sum in every warp
+                    k = label if spin == 1 else up_at[target]
+                    l = other if spin == 1 else label
+                    a = up_site[k]
+                    b = dn_site[l]
+                    fb = b * M
+                    h = 0.0
+                    c = lane
+                    while c < M:
+                        h += F[fb + c] * pairT[a, up_site[c]]
+                        c += 32
+                    h = group_sum(h, 32, red)
+                    first_up = F[fb + k]
+                    first_down = G[l * NS + a]
+                    ratio = first_up * first_down + A[l * M + k] * (pair[b, a] - h)
+                elif spin == 1:
+                    ratio = F[target * M + label]
+                else:
+                    ratio = G[label * NS + target]
+                if t == 0:
+                    cnt[2 if is_swap else 0] += 1.0
+                if not uniform(st, 0) < ratio * ratio:
+                    continue
+                if is_swap:
+                    if max(abs(first_up), abs(first_down)) < SINGULAR:
+                        cuda.syncthreads()
+                        if t == 0:
+                            up_site[k] = b
+                            dn_site[l] = a
+                            up_at[a] = -1
+                            up_at[b] = k
+                            dn_at[b] = -1
+                            dn_at[a] = l
+                            cnt[3] += 1.0
+                            cnt[4] += 1.0
+                        cuda.syncthreads()
+                        rebuild(A, M, pair, up_site, dn_site, old, tmp, fv, xv, tile, perm, sigma, red, redi)
+                        fresh_fg(A, M, NS, pair, pairT, up_site, dn_site, F, G, tile)
+                    elif abs(first_up) >= abs(first_down):
+                        up_stage(A, M, NS, pair, pairT, up_site, dn_site, k, b, fv, xv, sv1, sv2)
+                        if t == 0:
+                            up_site[k] = b  # the intermediate: up k at b, down l still there
+                        up_apply(A, M, NS, F, G, k, b, fv, xv, sv1, sv2)
+                        down_stage(A, M, NS, pair, pairT, up_site, dn_site, l, a, fv, xv, sv1, sv2)
+                        if t == 0:
+                            dn_site[l] = a
+                            up_at[a] = -1
+                            up_at[b] = k
+                            dn_at[b] = -1
+                            dn_at[a] = l
+                            cnt[3] += 1.0
+                        down_apply(A, M, NS, F, G, l, a, fv, xv, sv1, sv2)
+                    else:
+                        down_stage(A, M, NS, pair, pairT, up_site, dn_site, l, a, fv, xv, sv1, sv2)
+                        if t == 0:
+                            dn_site[l] = a  # the intermediate: down l at a, up k still there
+                        down_apply(A, M, NS, F, G, l, a, fv, xv, sv1, sv2)
+                        up_stage(A, M, NS, pair, pairT, up_site, dn_site, k, b, fv, xv, sv1, sv2)
+                        if t == 0:
+                            up_site[k] = b
+                            up_at[a] = -1
+                            up_at[b] = k
+                            dn_at[b] = -1
+                            dn_at[a] = l
+                            cnt[3] += 1.0
+                        up_apply(A, M, NS, F, G, k, b, fv, xv, sv1, sv2)
+                elif spin == 1:
+                    up_stage(A, M, NS, pair, pairT, up_site, dn_site, label, target, fv, xv, sv1, sv2)
+                    if t == 0:
+                        up_at[up_site[label]] = -1
+                        up_at[target] = label
+                        up_site[label] = target
+                        cnt[1] += 1.0
+                    up_apply(A, M, NS, F, G, label, target, fv, xv, sv1, sv2)
+                else:
+                    down_stage(A, M, NS, pair, pairT, up_site, dn_site, label, target, fv, xv, sv1, sv2)
+                    if t == 0:
+                        dn_at[dn_site[label]] = -1
+                        dn_at[target] = label
+                        dn_site[label] = target
+                        cnt[1] += 1.0
+                    down_apply(A, M, NS, F, G, label, target, fv, xv, sv1, sv2)
+            if refresh_every > 0 and (sweep + 1) % refresh_every == 0:
+                cuda.syncthreads()  # warps may still be reading A⁻¹ for the sweep's last proposals
+                d = rebuild(A, M, pair, up_site, dn_site, old, tmp, fv, xv, tile, perm, sigma, red, redi)
+                dmax = max(dmax, d)
+                fresh_fg(A, M, NS, pair, pairT, up_site, dn_site, F, G, tile)
+            if measure:
+                kinetic, exchange, double = block_energy_given(A, M, NS, pair, pairT, neighbours, hopping, bonds, J,
+                                                               projected, up_site, dn_site, up_at, dn_at, F, G,
+                                                               tile, red)
+                if t == 0:
+                    energies[w, sweep, 0] = kinetic
+                    energies[w, sweep, 1] = exchange
+                    energies[w, sweep, 2] = double
+        cuda.syncthreads()
+        i = t >> 5
+        while i < M:
+            j = lane
+            while j < M:
+                ainv_g[w, i, j] = A[i * M + j]
+                j += 32
+            i += T >> 5
+        i = t
+        while i < M:
+            up_site_g[w, i] = up_site[i]
+            dn_site_g[w, i] = dn_site[i]
+            i += T
+        i = t
+        while i < NS:
+            up_at_g[w, i] = up_at[i]
+            dn_at_g[w, i] = dn_at[i]
+            i += T
+        if t == 0:
+            states[w, 0] = st[0, 0]
+            states[w, 1] = st[0, 1]
+            for q in range(NC):
+                counts[w, q] += int(cnt[q])
+            drift[w] = max(drift[w], dmax)
+
+    return {"run_chains": run_chains_gpu, "run_chains_tracked": run_chains_tracked_gpu}
 
 
 _SHARED_OPTED: dict = {}  # id(specialised kernel) → the dynamic shared bytes it may use
@@ -1015,13 +1616,13 @@ def _compiled(spec):
     return next(iter(spec.overloads.values()))
 
 
-def _launcher(args, nbytes: int, max_registers: int = 255):
+def _launcher(args, nbytes: int, max_registers: int = 255, name: str = "run_chains"):
     """The kernel for ``args``: on a GPU, its specialisation for these argument types (compiled once
     per process) allowed ``nbytes`` of dynamic shared memory. Beyond 48 KB CUDA wants the kernel's
     MAX_DYNAMIC_SHARED_SIZE_BYTES raised; numba-cuda has no public call for it, so it is set through
     its driver binding (as :func:`qmckit.backends.helium_chains._opt_in_shared`), and only ever raised,
     so that chains of another size launched later still fit."""
-    kernel = kernels(int(max_registers))["run_chains"]
+    kernel = kernels(int(max_registers))[name]
     if simulated():
         return kernel
     spec = kernel.specialize(*args)
@@ -1042,14 +1643,20 @@ class CudaChains:
     ``state``: the chain arrays of :meth:`LatticeRVB.random_configurations`; ``states`` (W, 2) uint64
     streams; ``threads_per_column`` (T_P) and ``bfactor``: the thread layouts of the column (up) and
     row (down) updates, each in {1, 2, 4, 8, 16, 32}; ``max_registers`` per thread (default
-    :func:`default_max_registers` of the block size; each value compiles its own kernel).
+    :func:`default_max_registers` of the block size; each value compiles its own kernel); ``algorithm``:
+    "thesis" (default, the kernel of the module docstring) or "tracked" (F and G kept up to date in
+    global scratch between moves: ``run_chains_tracked_gpu``, the twin of
+    :func:`~qmckit.backends.lattice_chains.run_chains_tracked`).
     """
 
     backend = "cuda"
 
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
                  refresh_every: int = 1, threads_per_column: int = 4, bfactor: int = 8,
-                 max_registers: int | None = None):
+                 max_registers: int | None = None, algorithm: str = "thesis"):
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+        self.algorithm = algorithm
         for name, value in (("threads_per_column", threads_per_column), ("bfactor", bfactor)):
             if isinstance(value, bool) or value not in GROUP_SIZES:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, GROUP_SIZES))}, got {value!r}")
@@ -1069,7 +1676,7 @@ class CudaChains:
         if not 32 <= self.max_registers <= 255 or self.max_registers * self.threads > 65536:
             raise ValueError(f"max_registers must be in [32, 255] with max_registers·threads ≤ 65536, got "
                              f"{max_registers!r} for {self.threads} threads")
-        self.shared_bytes = shared_bytes(m, n, self.threads)
+        self.shared_bytes = (shared_bytes_tracked if algorithm == "tracked" else shared_bytes)(m, n, self.threads)
         if self.shared_bytes > SHARED_LIMIT_BYTES:
             raise ValueError(f"A⁻¹ of side {m} needs {self.shared_bytes} B of shared memory per block "
                              f"(> {SHARED_LIMIT_BYTES} B)")
@@ -1118,7 +1725,7 @@ class CudaChains:
         """The launcher for ``args``; on first use on a GPU, checks that the compiled kernel takes a block of
         ``threads`` and, with the default register cap, lowers the cap (in steps of 16) until it does."""
         while True:
-            spec = _launcher(args, self.shared_bytes, self.max_registers)
+            spec = _launcher(args, self.shared_bytes, self.max_registers, KERNEL_NAMES[self.algorithm])
             if self._registers_checked:
                 return spec
             fits = _compiled(spec).max_threads_per_block >= self.threads
@@ -1132,7 +1739,7 @@ class CudaChains:
 
     def kernel_info(self) -> dict:
         """Launch configuration: threads per block, dynamic shared bytes, registers per thread (GPU only)."""
-        info = {"threads": self.threads, "shared_bytes": self.shared_bytes,
+        info = {"algorithm": self.algorithm, "threads": self.threads, "shared_bytes": self.shared_bytes,
                 "threads_per_column": self.threads_per_column, "bfactor": self.bfactor,
                 "max_registers": self.max_registers, "registers": None}
         if not simulated():

@@ -508,3 +508,154 @@ def add_correlations(pair, translate, step, step_sign, up_site, dn_site, up_at, 
                                    + two_electron_ratio(pair, ainv, up_site, F, G, k, i2, l, i))
                     sign = (1.0 if di == dj else -1.0) * step_sign[i, di] * step_sign[j, dj]
                     pairing[r] += sign * value / n
+
+
+# ---------------------------------------------------------------------------------------------------
+# The "tracked" algorithm: F and G of hop_ratios kept up to date between moves (rank-1 updates).
+#
+# Up electron k → site b with ratio R = F[b, k]: row k of A becomes φ(b, R↓), so with f_c = F[b, c],
+# x = A⁻¹[:, k] (before the move) and h_s = φ(b, s) − Σ_c F[b, c] φ(R↑_c, s) (R↑ before the move),
+#     A⁻¹' = A⁻¹ − (x/R)(f − e_k)ᵀ,   F' = F − (F[:, k]/R)(f − e_k)ᵀ,   G' = G + (x/R) hᵀ.
+# Down electron l → site a with ratio R = G[l, a]: column l of A becomes φ(R↑, a), so with g_r = G[r, a],
+# y = A⁻¹[l, :] and d_s = φ(s, a) − Σ_r φ(s, R↓_r) G[r, a] (R↓ before the move),
+#     A⁻¹' = A⁻¹ − (g − e_l)(y/R)ᵀ,   G' = G − (g − e_l)(G[l, :]/R),   F' = F + d (y/R)ᵀ.
+# (F' = Φ(sites, R↓') A⁻¹' and G' = A⁻¹' Φ(R↑', sites) expanded; O(N_s M) per accepted move.)
+# ---------------------------------------------------------------------------------------------------
+
+@nb.njit(cache=True)
+def tracked_update_up(pair, up_site, dn_site, ainv, F, G, k, b, fv, xv, fk, hv):
+    """Up electron k → b (the site lists still hold the configuration before the move): A⁻¹, F, G updated
+    in place; returns the ratio R used. fv, xv (M,) and fk, hv (N_s,) scratch; the site lists untouched.
+
+    Stable form: the vectors divided by R — the row f = F[b, :] (which also gives R = f_k) and the
+    column F[:, k] — are recomputed from A⁻¹ (O(M² + N_s M)), as :func:`update_up` does for f, and
+    row b and column k of F are set to their exact values (e_k and F[:, k]/R). With the tracked f and
+    F[:, k] instead, their errors come back amplified by 1/R at every small-ratio step, and at L = 15
+    the tracked matrices drift by O(1) within tens of sweeps.
+    """
+    m = ainv.shape[0]
+    n = F.shape[0]
+    for c in range(m):
+        f = 0.0
+        for l in range(m):
+            f += pair[b, dn_site[l]] * ainv[l, c]
+        fv[c] = f
+        xv[c] = ainv[c, k]
+    for s in range(n):
+        f = 0.0
+        for l in range(m):
+            f += pair[s, dn_site[l]] * ainv[l, k]
+        fk[s] = f
+        hv[s] = pair[b, s]
+    for c in range(m):
+        f = fv[c]
+        row = up_site[c]
+        for s in range(n):
+            hv[s] -= f * pair[row, s]
+    ratio = fv[k]
+    inv_r = 1.0 / ratio
+    fv[k] -= 1.0
+    for l in range(m):
+        x = xv[l] * inv_r
+        for c in range(m):
+            ainv[l, c] -= x * fv[c]
+    for s in range(n):
+        x = fk[s] * inv_r
+        for c in range(m):
+            F[s, c] -= x * fv[c]
+        F[s, k] = x
+    for c in range(m):
+        F[b, c] = 0.0
+    F[b, k] = 1.0
+    for l in range(m):
+        x = xv[l] * inv_r
+        for s in range(n):
+            G[l, s] += x * hv[s]
+    return ratio
+
+
+@nb.njit(cache=True)
+def tracked_update_down(pair, up_site, dn_site, ainv, F, G, l, a, gv, yv, gl, dv):
+    """Down electron l → a (the site lists still hold the configuration before the move): A⁻¹, F, G
+    updated in place; returns the ratio R used. gv, yv (M,) and gl, dv (N_s,) scratch. Stable form as
+    :func:`tracked_update_up`: g = G[:, a] (R = g_l) and the row G[l, :] recomputed from A⁻¹, column a
+    and row l of G set exactly (e_l and G[l, :]/R)."""
+    m = ainv.shape[0]
+    n = F.shape[0]
+    for r in range(m):
+        g = 0.0
+        for k in range(m):
+            g += ainv[r, k] * pair[up_site[k], a]
+        gv[r] = g
+        yv[r] = ainv[l, r]
+    for s in range(n):
+        g = 0.0
+        for k in range(m):
+            g += ainv[l, k] * pair[up_site[k], s]
+        gl[s] = g
+        dv[s] = pair[s, a]
+    for r in range(m):
+        g = gv[r]
+        col = dn_site[r]
+        for s in range(n):
+            dv[s] -= pair[s, col] * g
+    ratio = gv[l]
+    inv_r = 1.0 / ratio
+    gv[l] -= 1.0
+    for c in range(m):
+        yv[c] *= inv_r
+    for r in range(m):
+        g = gv[r]
+        for c in range(m):
+            ainv[r, c] -= g * yv[c]
+    for r in range(m):
+        g = gv[r] * inv_r
+        for s in range(n):
+            G[r, s] -= g * gl[s]
+        G[r, a] = 0.0
+    for s in range(n):
+        G[l, s] = gl[s] * inv_r
+    G[l, a] = 1.0
+    for s in range(n):
+        d = dv[s]
+        for c in range(m):
+            F[s, c] += d * yv[c]
+    return ratio
+
+
+@nb.njit(cache=True)
+def local_energy_given(pair, neighbours, hopping, bonds, J, projected, n_pairs, up_site, dn_site, up_at, dn_at, ainv,
+                       F, G):
+    """:func:`local_energy` with the hop ratios F (N_s, M) and G (M, N_s) given (the tracked algorithm's,
+    kept up to date between moves) instead of recomputed: the same formulas, O(N_s + bonds·M)."""
+    n = up_at.shape[0]
+    kinetic = 0.0
+    for s in range(n):
+        for spin in range(2):
+            label = up_at[s] if spin == UP else dn_at[s]
+            if label < 0:
+                continue
+            for q in range(neighbours.shape[1]):
+                j = neighbours[s, q]
+                same_spin_there = up_at[j] >= 0 if spin == UP else dn_at[j] >= 0
+                if same_spin_there or (projected and (up_at[j] >= 0 or dn_at[j] >= 0)):
+                    continue
+                kinetic -= hopping[s, q] * (F[j, label] if spin == UP else G[label, j])
+    exchange = 0.0
+    if projected and J != 0.0:
+        for e in range(bonds.shape[0]):
+            i = bonds[e, 0]
+            j = bonds[e, 1]
+            if up_at[i] >= 0 and dn_at[j] >= 0:
+                a, b = i, j
+            elif dn_at[i] >= 0 and up_at[j] >= 0:
+                a, b = j, i
+            else:
+                continue
+            swap = two_electron_ratio(pair, ainv, up_site, F, G, up_at[a], b, dn_at[b], a)
+            exchange -= 0.5 * J * (1.0 + swap)
+    double = 0
+    for s in range(n):
+        if up_at[s] >= 0 and dn_at[s] >= 0:
+            double += 1
+    return kinetic, exchange, double
