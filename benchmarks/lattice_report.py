@@ -2,7 +2,8 @@
 notebook reads): Table 6.2's workload per L (our GPU, one CPU core, all cores), the T_P × bfactor scan,
 the chain-count scan and the twin checks.
 
-    python benchmarks/lattice_report.py benchmarks/results/lattice_chains_h100_2026-11-22.json
+    python benchmarks/lattice_report.py benchmarks/results/lattice_chains_h100_2026-11-22.json \
+        benchmarks/results/lattice_chains_tracked_h100_2026-11-22.json
 """
 import json
 import sys
@@ -22,8 +23,6 @@ def convert(results: dict) -> dict:
                  "energy_per_site": [row["energy"]["energy_per_site"], row["energy"]["error"]],
                  "cpu_one_core_s": one.get(key, {}).get("t_total_s"), "cpu_all_cores_s": every.get(key, {}).get("t_total_s"),
                  "cpu_extrapolated": bool(one.get(key, {}).get("extrapolated") or every.get(key, {}).get("extrapolated"))}
-        for name, extra in (row.get("alternatives") or {}).items():
-            entry.setdefault("alternatives", {})[name] = extra
         table.append(entry)
     scan = results.get("layout_scan") or {"rows": []}
     layout = [{"L": scan["L"], "threads_per_col": r["T_P"], "bfactor": r["bfactor"], "gpu_s": r["t_full_extrapolated_s"],
@@ -38,8 +37,22 @@ def convert(results: dict) -> dict:
             "table_62": table, "tp_bfactor_scan": layout, "chain_scan": chains, "twin": twin}
 
 
+def add_alternatives(out: dict, results: dict) -> None:
+    """Per L, the GPU times of the other algorithm runs in ``results`` (keys gpu_<name>)."""
+    for row in out["table_62"]:
+        for key, block in results.items():
+            if key.startswith("gpu_") and key != "gpu_no_rebuild" and str(row["L"]) in (block or {}):
+                entry = block[str(row["L"])]
+                row.setdefault("alternatives", {})[key[4:]] = {
+                    "gpu_s": entry["t_total_median_s"], "refresh_every": entry.get("refresh_every"),
+                    "energy_per_site": [entry["energy"]["energy_per_site"], entry["energy"]["error"]]}
+
+
 def main(paths):
+    """``paths[0]``: the main results file; further files add their other-algorithm GPU rows."""
     out = convert(json.loads(Path(paths[0]).read_text()))
+    for extra in paths[1:]:
+        add_alternatives(out, json.loads(Path(extra).read_text()))
     target = ROOT / "data" / "lattice_rvb_timings.json"
     target.write_text(json.dumps(out, indent=1) + "\n")
     print("written", target)
