@@ -208,6 +208,29 @@ def build_parser() -> argparse.ArgumentParser:
                           help="GPU coordinates and sums (default float64)")
     he_bench.add_argument("--macro", type=_positive_int, default=2, help="macroupdates per timing (default 2)")
     he_bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    orb_bench = benches.add_parser(
+        "orbitals", help="study 003: B-spline (blip) orbital evaluation, values + gradients + Laplacians",
+        description="Time one N × L evaluation of B-spline orbital values, gradients and Laplacians on the CPU "
+                    "(random coefficients on a periodic grid; study 003's kernel): median seconds, achieved bytes/s "
+                    "of coefficient reads (64 coefficients × L per electron) and GFLOP/s.")
+    orb_bench.add_argument("--size", choices=["Si", "TiO2-648", "TiO2-1536"], default=None,
+                           help="take N, L and the grid of a study 003 Table II system (explicit flags override)")
+    orb_bench.add_argument("--electrons", type=_positive_int, default=None, help="electrons N (default 216)")
+    orb_bench.add_argument("--orbitals", type=_positive_int, default=None, help="orbitals L (default 56)")
+    orb_bench.add_argument("--grid", default=None,
+                           help="spline grid: n (cubic) or n1,n2,n3, every n ≥ 4 (default 50)")
+    orb_bench.add_argument("--precision", choices=["f32", "f64"], default="f64",
+                           help="coefficients complex64 (f32) or complex128 (f64; default)")
+    orb_bench.add_argument("--layout", choices=["coalesced", "uncoalesced"], default="coalesced",
+                           help="coefficients (n1,n2,n3,L), orbital index fastest (default), or (L,n1,n2,n3)")
+    orb_bench.add_argument("--real", action="store_true", help="real orbitals (default complex, as in study 003)")
+    orb_bench.add_argument("--values-only", dest="values_only", action="store_true",
+                           help="values alone, study 003's kernel (coalesced layout only)")
+    orb_bench.add_argument("--repeats", type=_positive_int, default=5, help="timed evaluations (default 5)")
+    orb_bench.add_argument("--threads", type=_positive_int, default=None,
+                           help="numba threads (default: all; study 003's CPU column is one core)")
+    orb_bench.add_argument("--seed", type=int, default=0, help="seed of the random coefficients and positions")
+    orb_bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     reproduce = commands.add_parser("reproduce", help="reproduce a study's published table",
                                     description="Reproduce a published table and write markdown, JSON and a figure.")
@@ -369,6 +392,8 @@ def _run_lattice(args) -> int:
 
 
 def _bench(args) -> int:
+    if args.bench == "orbitals":
+        return _bench_orbitals(args)
     import numpy as np
 
     from .studies import helium4
@@ -400,6 +425,57 @@ def _bench(args) -> int:
     for r in rows:
         print(f"{r['n']:>7} {1e3 * r['s_per_macroupdate_per_chain']:>21.4f} {r['pair_evaluations_per_s']:>19.3e} "
               f"{r['acceptance']:>10.3f}")
+    return 0
+
+
+def _bench_orbitals(args) -> int:
+    from .systems import bspline_orbitals as bo
+
+    sizes = bo.TABLE_II_SIZES[args.size] if args.size else {"electrons": 216, "orbitals": 56, "grid": (50, 50, 50)}
+    electrons = args.electrons or sizes["electrons"]
+    orbitals = args.orbitals or sizes["orbitals"]
+    grid = sizes["grid"]
+    if args.grid is not None:
+        try:
+            grid = tuple(int(x) for x in args.grid.replace("x", ",").split(","))
+            if len(grid) == 1:
+                grid = grid * 3
+            if len(grid) != 3 or min(grid) < bo.MIN_GRID:
+                raise ValueError
+        except ValueError:
+            return _fail(f"--grid must be n or n1,n2,n3 with every n ≥ {bo.MIN_GRID}, got {args.grid!r}")
+    if args.seed < 0:
+        return _fail(f"--seed must be a non-negative integer, got {args.seed}")
+    table = grid[0] * grid[1] * grid[2] * orbitals * (8 if args.precision == "f32" else 16) // (1 if not args.real else 2)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    if memory and 2.5 * table > memory:
+        return _fail(f"--grid/--orbitals: the coefficient table needs {table / 2**30:.1f} GiB, too much for this "
+                     f"machine's {memory / 2**30:.1f} GiB")
+    try:
+        row = bo.time_evaluation(electrons, orbitals, grid, precision=args.precision, layout=args.layout,
+                                 complex=not args.real, repeats=args.repeats, threads=args.threads, seed=args.seed,
+                                 values_only=args.values_only)
+    except ValueError as err:
+        message = str(err)
+        flags = {"n_electrons": "--electrons", "n_orbitals": "--orbitals", "grid": "--grid", "precision": "--precision",
+                 "layout": "--layout", "repeats": "--repeats", "threads": "--threads"}
+        name = message.split(" ", 1)[0]
+        return _fail(flags.get(name, name) + message[len(name):])
+    if args.size:
+        row["table_ii"] = {"size": args.size} | {k: v for k, v in bo.TABLE_II_SIZES[args.size].items()
+                                                  if k in ("system", "cpu_ms", "gpu_ms", "acceleration")}
+    if args.json:
+        print(json.dumps({"study": "orbitals", "backend": "cpu"} | row))
+        return 0
+    print(f"B-spline orbitals, cpu, {row['threads']} threads: N={electrons}, L={orbitals}, grid "
+          f"{'x'.join(map(str, grid))}, {row['dtype']}, {row['layout']}, {row['quantities']}, median of "
+          f"{row['repeats']}")
+    print(f"{'ms/evaluation':>14} {'GB/s (coeff.)':>14} {'GFLOP/s':>9} {'GFLOP/s (003 rule)':>19}")
+    print(f"{1e3 * row['median_s']:>14.3f} {row['bytes_per_s'] / 1e9:>14.2f} {row['gflops']:>9.2f} "
+          f"{row['paper_gflops']:>19.2f}")
     return 0
 
 
