@@ -431,38 +431,9 @@ def local_energy(pair, neighbours, hopping, bonds, J, projected, n_pairs, up_sit
 
     ``F`` (N_s, M) and ``G`` (M, N_s) are scratch: the hop ratios of every electron to every site.
     """
-    n = up_at.shape[0]
     hop_ratios(pair, up_site, dn_site, ainv, F, G)
-    kinetic = 0.0
-    for s in range(n):
-        for spin in range(2):
-            label = up_at[s] if spin == UP else dn_at[s]
-            if label < 0:
-                continue
-            for q in range(neighbours.shape[1]):
-                j = neighbours[s, q]
-                same_spin_there = up_at[j] >= 0 if spin == UP else dn_at[j] >= 0
-                if same_spin_there or (projected and (up_at[j] >= 0 or dn_at[j] >= 0)):
-                    continue
-                kinetic -= hopping[s, q] * (F[j, label] if spin == UP else G[label, j])
-    exchange = 0.0
-    if projected and J != 0.0:
-        for e in range(bonds.shape[0]):
-            i = bonds[e, 0]
-            j = bonds[e, 1]
-            if up_at[i] >= 0 and dn_at[j] >= 0:
-                a, b = i, j
-            elif dn_at[i] >= 0 and up_at[j] >= 0:
-                a, b = j, i
-            else:
-                continue
-            swap = two_electron_ratio(pair, ainv, up_site, F, G, up_at[a], b, dn_at[b], a)  # ↑: a → b, ↓: b → a
-            exchange -= 0.5 * J * (1.0 + swap)
-    double = 0
-    for s in range(n):
-        if up_at[s] >= 0 and dn_at[s] >= 0:
-            double += 1
-    return kinetic, exchange, double
+    return local_energy_given(pair, neighbours, hopping, bonds, J, projected, n_pairs, up_site, dn_site, up_at, dn_at,
+                              ainv, F, G)
 
 
 @nb.njit(cache=True)
