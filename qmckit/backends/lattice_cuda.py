@@ -708,14 +708,11 @@ def kernels(max_registers: int = 255) -> dict:
             a0 += TW
 
     @dev
-    def block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site, up_at,
+    def block_energy_given(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site, up_at,
                      dn_at, F, G, tile, red):
-        """(E_kin, E_J, double occupancy) of the configuration, to every thread (``local_energy``)."""
+        """block_energy with F and G given (the tracked kernel's, up to date): ``local_energy_given``."""
         t = cuda.threadIdx.x
         T = cuda.blockDim.x
-        # G[l, a] = Σ_k A⁻¹[l, k] φ(R↑_k, a);  F[b, c] = Σ_l φ(b, R↓_l) A⁻¹[l, c] (formed as Fᵀ)
-        gather_product(A, M, M, 1, pair, up_site, NS, G, NS, 1, tile)
-        gather_product(A, M, 1, M, pairT, dn_site, NS, F, 1, M, tile)  # the barrier at its end: F, G visible
         nnb = neighbours.shape[1]
         kinetic = 0.0
         item = t
@@ -796,6 +793,17 @@ def kernels(max_registers: int = 255) -> dict:
                 double += 1.0
             i += T
         return block_sum3(kinetic, exchange, double, red, 0, True)
+
+
+    @dev
+    def block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site, up_at,
+                     dn_at, F, G, tile, red):
+        """(E_kin, E_J, double occupancy) of the configuration, to every thread (``local_energy``)."""
+        # G[l, a] = Σ_k A⁻¹[l, k] φ(R↑_k, a);  F[b, c] = Σ_l φ(b, R↓_l) A⁻¹[l, c] (formed as Fᵀ)
+        gather_product(A, M, M, 1, pair, up_site, NS, G, NS, 1, tile)
+        gather_product(A, M, 1, M, pairT, dn_site, NS, F, 1, M, tile)  # the barrier at its end: F, G visible
+        return block_energy_given(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site,
+                                  up_at, dn_at, F, G, tile, red)
 
     # --- the chain kernel ------------------------------------------------------------------------
     options = {} if SIM else {"max_registers": int(max_registers)}
@@ -1033,93 +1041,6 @@ def kernels(max_registers: int = 255) -> dict:
             for q in range(NC):
                 counts[w, q] += int(cnt[q])
             drift[w] = max(drift[w], dmax)
-
-    @dev
-    def block_energy_given(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site, up_at,
-                     dn_at, F, G, tile, red):
-        """block_energy with F and G given (the tracked kernel's, up to date): ``local_energy_given``."""
-        t = cuda.threadIdx.x
-        T = cuda.blockDim.x
-        nnb = neighbours.shape[1]
-        kinetic = 0.0
-        item = t
-        while item < NS * 2 * nnb:
-            s = item // (2 * nnb)
-            rem = item - s * 2 * nnb
-            spin = 1 if rem >= nnb else 0
-            q = rem - nnb if spin == 1 else rem
-            label = up_at[s] if spin == 1 else dn_at[s]
-            if label >= 0:
-                j = neighbours[s, q]
-                same = up_at[j] >= 0 if spin == 1 else dn_at[j] >= 0
-                if not (same or (projected and (up_at[j] >= 0 or dn_at[j] >= 0))):
-                    if spin == 1:
-                        kinetic -= hopping[s, q] * F[j * M + label]
-                    else:
-                        kinetic -= hopping[s, q] * G[label * NS + j]
-            item += T
-        exchange = 0.0
-        if projected and J != 0.0:  # one warp per bond, its lanes split the sum over c
-            lane = t & 31
-            nw = T >> 5
-            nb = bonds.shape[0]
-            e0 = 0
-            while e0 < nb:  # the same trip count in every warp (group sums may hold barriers)
-                e = e0 + (t >> 5)
-                ok = False
-                a = 0
-                b = 0
-                if e < nb:
-                    i = bonds[e, 0]
-                    j = bonds[e, 1]
-                    if up_at[i] >= 0 and dn_at[j] >= 0:
-                        a = i
-                        b = j
-                        ok = True
-                    elif dn_at[i] >= 0 and up_at[j] >= 0:
-                        a = j
-                        b = i
-                        ok = True
-                h = 0.0
-                if ok:
-                    fb = b * M
-                    h0 = 0.0
-                    h1 = 0.0
-                    h2 = 0.0
-                    h3 = 0.0
-                    col = lane
-                    while col < M:  # four independent loads in flight per lane
-                        c1 = min(col + 32, M - 1)
-                        c2 = min(col + 64, M - 1)
-                        c3 = min(col + 96, M - 1)
-                        x0 = F[fb + col] * pairT[a, up_site[col]]
-                        x1 = F[fb + c1] * pairT[a, up_site[c1]]
-                        x2 = F[fb + c2] * pairT[a, up_site[c2]]
-                        x3 = F[fb + c3] * pairT[a, up_site[c3]]
-                        h0 += x0
-                        if col + 32 < M:
-                            h1 += x1
-                        if col + 64 < M:
-                            h2 += x2
-                        if col + 96 < M:
-                            h3 += x3
-                        col += 128
-                    h = (h0 + h1) + (h2 + h3)
-                h = group_sum(h, 32, red)
-                if ok and lane == 0:
-                    k = up_at[a]  # up electron k: a → b;  down electron l: b → a
-                    l = dn_at[b]
-                    alk = A[l * M + k]
-                    swap = alk * pair[b, a] + F[b * M + k] * G[l * NS + a] - alk * h
-                    exchange -= 0.5 * J * (1.0 + swap)
-                e0 += nw
-        double = 0.0
-        i = t
-        while i < NS:
-            if up_at[i] >= 0 and dn_at[i] >= 0:
-                double += 1.0
-            i += T
-        return block_sum3(kinetic, exchange, double, red, 0, True)
 
     # --- the tracked algorithm ("tracked": F and G in global scratch, kept up to date) -----------
     @dev
