@@ -67,10 +67,11 @@ def test_plane_waves_converge_at_cubic_spline_rates(cell, complex_):
     exact = pw.evaluate(x)
     grids = [16, 24, 32, 48]
     errors = np.array([[np.abs(a - b).max() for a, b in zip(pw.bspline(n).evaluate(x), exact)] for n in grids])
-    assert errors[-1, 0] < 1e-5
-    assert 3.7 < _slope(grids, errors[:, 0]) < 4.3  # values: h⁴
-    assert 2.6 < _slope(grids, errors[:, 1]) < 3.4  # gradients: h³
-    assert 1.5 < _slope(grids, errors[:, 2]) < 2.5  # Laplacians: h²
+    scale = np.array([np.abs(e).max() for e in exact])  # max |φ|, |∇φ|, |∇²φ| of the exact orbitals
+    assert np.all(np.diff(errors, axis=0) < 0)          # every error falls with every refinement
+    assert np.all(errors[-1] < np.array([1e-5, 1e-4, 1e-2]) * scale)  # and is small on the finest grid
+    for k, order in enumerate((4, 3, 2)):               # values h⁴, gradients h³, Laplacians h²
+        assert abs(_slope(grids, errors[:, k]) - order) < 0.2, (k, _slope(grids, errors[:, k]))
 
 
 @pytest.mark.parametrize("cell", [SKEW, FCC], ids=["skew", "fcc"])
