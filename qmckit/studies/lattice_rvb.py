@@ -139,9 +139,9 @@ def sample_correlations(L: int, chains: int = 8, samples: int = 200, sweeps_betw
 
 def minimum_image_distances(cluster) -> np.ndarray:
     """|r| of each displacement r (site index read from site 0), the shortest periodic image."""
-    L, n = cluster.L, cluster.n_sites
+    L = cluster.L
     r = cluster.coords - cluster.coords[0]
-    images = ([(a * L + b * -1, a * 1 + b * L) for a in (-1, 0, 1) for b in (-1, 0, 1)] if cluster.kind == "tilted"
+    images = ([(a * L - b, a + b * L) for a in (-1, 0, 1) for b in (-1, 0, 1)] if cluster.kind == "tilted"
               else [(a * L, b * L) for a in (-1, 0, 1) for b in (-1, 0, 1)])
     return np.min([np.hypot(r[:, 0] + dx, r[:, 1] + dy) for dx, dy in images], axis=0)
 

@@ -265,11 +265,11 @@ class BosonPanel:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", RuntimeWarning)
                     est = estimate(series)
-                label = "E/N" if run.system.energy_key == "energy_per_particle" else "E"
-                parts.append(f"{label} = {format_value_error(est.mean, est.error)} {run.system.energy_unit}")
+                parts.append(f"{self._energy_label(run)} = {format_value_error(est.mean, est.error)} "
+                             f"{run.system.energy_unit}")
                 if est.error > 0 and math.isfinite(est.tau):
                     parts.append(f"τ = {est.tau:.1f}")
-            parts.append(f"{series.size} sweeps × {run.config.walkers} walkers")
+            parts.append(f"{series.size} sweeps × {self._population(run)}")
             parts.append(f"acceptance {run.acceptance:.3f}")
             if caught:
                 parts.append("few blocks: the error may be underestimated")
@@ -278,6 +278,14 @@ class BosonPanel:
         if suffix:
             parts.append(suffix)
         return " · ".join(parts)
+
+    @staticmethod
+    def _energy_label(run) -> str:
+        return "E/N" if run.system.energy_key == "energy_per_particle" else "E"
+
+    @staticmethod
+    def _population(run) -> str:
+        return f"{run.config.walkers} walkers"
 
     def _redraw(self, run: VMCRun) -> None:
         fig = run_figure(run.energy_series(), unit=run.system.energy_unit)

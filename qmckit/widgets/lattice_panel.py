@@ -22,14 +22,12 @@ conventions (Δ normalisation, the Γ ghost, N_e rounding) are those of
 from __future__ import annotations
 
 import html
-import math
 import warnings
-from dataclasses import asdict
 
 import ipywidgets as widgets
 
 from ..methods.lattice_vmc import BACKENDS, LatticeRun, LatticeRunConfig
-from ..stats import estimate, format_value_error
+from ..stats import format_value_error
 from ..systems.clusters import KINDS
 from .bec_panel import _DESC, BosonPanel, _float, _int
 from .fast import fast_mode
@@ -124,27 +122,13 @@ class LatticePanel(BosonPanel):
             self.result_line.value = self._result_html(run)
         return finished
 
-    def _summary(self, run: LatticeRun, prefix: str, elapsed: float | None = None, suffix: str = "") -> str:
-        parts = [prefix]
-        if run.blocks_done:
-            series = run.energy_series()
-            caught = []
-            if series.size >= 2:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", RuntimeWarning)
-                    est = estimate(series)
-                parts.append(f"{_LABEL} = {format_value_error(est.mean, est.error)} {run.system.energy_unit}")
-                if est.error > 0 and math.isfinite(est.tau):
-                    parts.append(f"τ = {est.tau:.1f}")
-            parts.append(f"{series.size} sweeps × {run.config.chains} chains")
-            parts.append(f"acceptance {run.acceptance:.3f}")
-            if caught:
-                parts.append("few blocks: the error may be underestimated")
-        if elapsed is not None:
-            parts.append(f"{elapsed:.1f} s")
-        if suffix:
-            parts.append(suffix)
-        return " · ".join(parts)
+    @staticmethod
+    def _energy_label(run) -> str:
+        return _LABEL
+
+    @staticmethod
+    def _population(run) -> str:
+        return f"{run.config.chains} chains"
 
     def _result_html(self, run: LatticeRun) -> str:
         with warnings.catch_warnings():  # a short run's warning is already in the status line
