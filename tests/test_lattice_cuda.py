@@ -132,11 +132,9 @@ if __name__ == "__main__" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
 
 @pytest.fixture(scope="module")
 def sim():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    proc = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=900)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith(MARKER)), None)
-    assert line is not None, f"simulator child failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    return json.loads(line[len(MARKER):])
+    from _simulator import simulator_results
+
+    return simulator_results(__file__, MARKER)
 
 
 # --------------------------------------------------------------------------------------------
