@@ -16,8 +16,10 @@ Per size and precision:
         V+G+L coalesced. CUDA events, median of --repeats; "kernel" = launch(es) only, data on the
         device; "+transfers" = upload of the N positions (float64, pinned) + kernel + download of all
         results into pinned host memory (003's Table VIII/II GPU times include transfers). Coefficient
-        upload is never timed. Threads per block: the best of a small scan (kernel-only) for each of
-        the coalesced values and V+G+L kernels; the other kernels use the values kernel's choice.
+        upload is never timed. Launch configuration: the best of a kernel-only scan of threads per
+        block × orbitals per block ("chunk": the grid becomes N × ⌈L'/chunk⌉) for the coalesced
+        values kernel, in both load widths (one real per load, or (re, im) pairs as one 8/16-byte
+        load), and for V+G+L; the uncoalesced and per-electron kernels use the values kernel's threads.
   CPU   qmckit.systems.bspline_orbitals.time_evaluation (coalesced, numba), values only and V+G+L,
         one thread and all cores of the host, same run.
 Bandwidth: the device's MEASURED copy bandwidth (device-to-device copy of a --copy-gib buffer, CUDA
@@ -156,38 +158,65 @@ def save(report, out_dir, stem, md=None):
 # --------------------------------------------------------------------------------------------
 # measurements
 # --------------------------------------------------------------------------------------------
-def gpu_case(orbitals, positions, repeats, thread_scan, simulated):
-    """All GPU timings of one orbital set (seconds; simulator: meaningless negatives)."""
+def _config_label(kind, T, chunk):
+    return f"{kind} T={T} chunk={'all' if chunk is None else chunk}"
+
+
+def gpu_case(orbitals, positions, repeats, thread_scan, chunk_scan, simulated):
+    """All GPU timings of one orbital set (seconds; simulator: meaningless negatives).
+
+    Launch configurations are scanned kernel-only: threads per block × orbitals per block (chunk, None =
+    all) for the coalesced values kernel in both load widths (``values``: one real per thread and load,
+    ``values_pairs``: (re, im) pairs) and for V+G+L. The fastest values configuration is "the coalesced
+    kernel" of the tables (its kind, threads and chunk are reported); the uncoalesced and per-electron
+    kernels use its thread count, one block per electron."""
     out = {}
     gpu = cb.CudaBspline(orbitals)
     n_real = gpu.n_real
     candidates = sorted({t for t in thread_scan if t >= 32 and t <= 1024} | {cb.default_threads(n_real)}
                         | ({min(1024, 32 * ((n_real + 31) // 32))} if n_real >= 64 else set()))
-    scans = {}
-    for kind in ("values", "vgl"):
-        scans[kind] = {}
-        for T in candidates:
-            scans[kind][T] = gpu.time(kind, positions, repeats=max(3, repeats // 2), transfers=False, threads=T)
-        best = min(scans[kind], key=lambda t: scans[kind][t]) if not simulated else gpu.threads
-        out[f"threads_{kind}"] = int(best)
-    out["thread_scan_ms"] = {k: {str(t): ms(v) for t, v in d.items()} for k, d in scans.items()}
+    scans = {"values": {}, "vgl": {}}
+    families = {"values": ("values", "values_pairs") if n_real % 2 == 0 else ("values",), "vgl": ("vgl",)}
+    for family, kinds in families.items():
+        for kind in kinds:
+            per_thread = 2 if kind == "values_pairs" else 1
+            for T in candidates:
+                for chunk in (None, *chunk_scan):
+                    if chunk is not None and (chunk >= n_real or chunk < T * per_thread):
+                        continue  # one block anyway, or idle threads
+                    scans[family][(kind, T, chunk)] = gpu.time(kind, positions, repeats=max(3, repeats // 2),
+                                                               transfers=False, threads=T, chunk=chunk)
+    best = {fam: (min(sc, key=sc.get) if not simulated else (families[fam][0], gpu.threads, None))
+            for fam, sc in scans.items()}
+    out["config_values"] = {"kind": best["values"][0], "threads": int(best["values"][1]), "chunk": best["values"][2]}
+    out["config_vgl"] = {"kind": "vgl", "threads": int(best["vgl"][1]), "chunk": best["vgl"][2]}
+    out["threads_values"], out["threads_vgl"] = int(best["values"][1]), int(best["vgl"][1])
+    out["launch_scan_ms"] = {fam: {_config_label(*k): ms(v) for k, v in sorted(sc.items(), key=lambda kv: kv[1])}
+                             for fam, sc in scans.items()}
     for kind in cb.KINDS:
-        T = out["threads_vgl"] if kind == "vgl" else out["threads_values"]
+        if kind == "values_pairs":
+            continue  # timed as "values" when it is the fastest coalesced variant
+        cfg = out["config_vgl"] if kind == "vgl" else out["config_values"]
+        run_kind = cfg["kind"] if kind == "values" else kind
+        chunk = cfg["chunk"] if kind in ("values", "vgl") else None
         reps = max(3, repeats // 4) if kind == "values_per_electron" else repeats
         for transfers in (False, True):
             key = f"{kind}_{'transfers' if transfers else 'kernel'}_ms"
             try:
-                out[key] = ms(gpu.time(kind, positions, repeats=reps, transfers=transfers, threads=T))
+                out[key] = ms(gpu.time(run_kind, positions, repeats=reps, transfers=transfers,
+                                       threads=cfg["threads"], chunk=chunk))
             except Exception as exc:  # noqa: BLE001
                 out[key] = None
                 out[f"{key}_error"] = repr(exc)
                 log(f"#   {key} failed: {exc!r}")
     out["coefficient_table_bytes"] = gpu.coefficient_table_bytes()
-    # correctness at the timed size: a few electrons against the CPU kernel
+    # correctness at the timed size: a few electrons against the CPU kernel, every values variant
     sub = positions[:8]
     ref = orbitals.values(sub)
-    got = gpu.values(sub)
-    out["max_rel_diff_vs_cpu"] = float(np.abs(got - ref).max() / np.abs(ref).max())
+    scale = np.abs(ref).max()
+    out["max_rel_diff_vs_cpu"] = float(np.abs(gpu.values(sub) - ref).max() / scale)
+    if n_real % 2 == 0:
+        out["max_rel_diff_pairs_vs_cpu"] = float(np.abs(gpu.values_pairs(sub) - ref).max() / scale)
     del gpu
     gc.collect()
     return out
@@ -235,6 +264,12 @@ def f(x, fmt="{:.3g}"):
     return "–" if x is None else fmt.format(x)
 
 
+def _cfg(cfg):
+    if not cfg:
+        return "–"
+    return f"{cfg['kind']}, {cfg['threads']}, {'all' if cfg['chunk'] is None else cfg['chunk']}"
+
+
 def markdown(report):
     dev, L = report["device"], []
     L.append(f"# Study 003 B-spline orbitals on {dev.get('name')} ({report['date']})\n")
@@ -254,7 +289,7 @@ def markdown(report):
     L.append("")
     L.append("| size | prec | coalesced kernel / +xfer (ms) | uncoalesced kernel / +xfer | per-electron kernel / +xfer | "
              "V+G+L kernel / +xfer | CPU values 1 core / all | CPU V+G+L 1 core / all | GB/s values (of copy) | "
-             "GB/s V+G+L (of copy) | threads v / vgl |")
+             "GB/s V+G+L (of copy) | coalesced kernel: variant, threads, chunk / V+G+L |")
     L.append("|" + "---|" * 11)
     for r in report["results"]:
         g, c, d = r.get("gpu", {}), r.get("cpu", {}), r.get("derived", {})
@@ -267,7 +302,7 @@ def markdown(report):
             f"{f(c.get('values_1_ms'))} / {f(c.get('values_all_ms'))} | {f(c.get('vgl_1_ms'))} / {f(c.get('vgl_all_ms'))} | "
             f"{f(d.get('values_gb_s'), '{:.0f}')} ({f(d.get('values_fraction_of_copy'), '{:.0%}')}) | "
             f"{f(d.get('vgl_gb_s'), '{:.0f}')} ({f(d.get('vgl_fraction_of_copy'), '{:.0%}')}) | "
-            f"{g.get('threads_values', '–')} / {g.get('threads_vgl', '–')} |")
+            f"{_cfg(g.get('config_values'))} / {_cfg(g.get('config_vgl'))} |")
     L.append("\n## Beside the paper (Table VIII/II; GTX 480 single precision, transfers included; CPU = one i7-920 core, double)\n")
     L.append("| size | prec | paper CPU | our CPU 1 core / all | paper (3) coalesced | ours +xfer / kernel | paper (2) | "
              "our uncoalesced +xfer | paper (1) per-electron | our per-electron +xfer | our speedup vs 1 core / all "
@@ -284,6 +319,13 @@ def markdown(report):
             f"{f(g.get('values_per_electron_transfers_ms'))} | {f(d.get('speedup_vs_cpu_1'), '{:.1f}')} / "
             f"{f(d.get('speedup_vs_cpu_all'), '{:.1f}')} | {f(d.get('values_transfer_share'), '{:.0%}')} | "
             f"{f(d.get('per_launch_us'), '{:.1f}')} |")
+    L.append("\n## Launch scans (kernel only, ms; five fastest values configurations and the slowest)\n")
+    for r in report["results"]:
+        scan = (r.get("gpu") or {}).get("launch_scan_ms", {}).get("values") or {}
+        items = list(scan.items())
+        if items:
+            shown = items[:5] + ([items[-1]] if len(items) > 5 else [])
+            L.append(f"- {r['size']} {r['precision']}: " + "; ".join(f"{k} {f(v)}" for k, v in shown))
     goal = report.get("goal")
     if goal:
         L.append("\n## Goal\n")
@@ -325,6 +367,7 @@ def main(argv=None):
     parser.add_argument("--cpu-repeats", type=int, default=3)
     parser.add_argument("--copy-gib", type=float, default=1.0, help="buffer of the copy-bandwidth measurement")
     parser.add_argument("--threads", default="64,128,256,512", help="threads-per-block scan (plus L' and default)")
+    parser.add_argument("--chunks", default="64,128,256,512", help="orbitals-per-block scan (besides all)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
 
@@ -336,11 +379,12 @@ def main(argv=None):
         return 2
     if args.smoke:
         sizes = SMOKE_SIZES
-        repeats, cpu_repeats, copy_bytes, thread_scan = 2, 1, 1 << 20, (64,)
+        repeats, cpu_repeats, copy_bytes, thread_scan, chunk_scan = 2, 1, 1 << 20, (64,), (2,)
     else:
         sizes = {k: bo.TABLE_II_SIZES[k] for k in args.sizes.split(",")}
         repeats, cpu_repeats = args.repeats, args.cpu_repeats
         copy_bytes, thread_scan = int(args.copy_gib * 2 ** 30), tuple(int(t) for t in args.threads.split(","))
+        chunk_scan = tuple(int(c) for c in args.chunks.split(",") if c)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     out_dir = Path(args.out or os.environ.get("OUT") or REPO / "benchmarks" / "results")
     stem = f"orbitals_{device_tag(info)}_{date}"
@@ -384,7 +428,7 @@ def main(argv=None):
                     base = bo.BsplineOrbitals.random(grid, L, cell=CELL, precision="f64", complex=True, seed=0)
                 orbitals = base.astype(precision)
                 positions = np.random.default_rng(1).random((n, 3)) @ orbitals.cell
-                row["gpu"] = gpu_case(orbitals, positions, repeats, thread_scan, simulated)
+                row["gpu"] = gpu_case(orbitals, positions, repeats, thread_scan, chunk_scan, simulated)
                 del orbitals
                 gc.collect()
             except Exception as exc:  # noqa: BLE001

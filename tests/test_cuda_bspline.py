@@ -56,8 +56,23 @@ def _child() -> dict:
         ev, eg, el = gpu.evaluate(positions)
         # an orbital set given in the uncoalesced layout gives the same
         v_from_unc = cb.CudaBspline(orbitals.with_layout("uncoalesced"), threads=threads).values(positions)
-        times = {f"{kind}-{tr}": gpu.time(kind, positions, repeats=1, transfers=tr)
-                 for kind in cb.KINDS for tr in (True, False)}
+        # orbitals split over blocks (chunk 3: two or four blocks per electron, the last one partial) and
+        # (re, im) pair loads; only with 4 threads per block (the simulator is slow)
+        chunked = cb.CudaBspline(orbitals, threads=threads, chunk=3)
+        cv = cev = ceg = cel = pairs = pairs_chunked = None
+        if threads:
+            cv = chunked.values(positions)
+            cev, ceg, cel = chunked.evaluate(positions)
+            if gpu.n_real % 2 == 0:
+                pairs = _rel(gpu.values_pairs(positions), ref_values)
+                pairs_chunked = _rel(chunked.values_pairs(positions), ref_values)
+            else:
+                with pytest.raises(ValueError, match="even number of real orbitals"):
+                    gpu.values_pairs(positions)
+                pairs = pairs_chunked = "refused"
+        kinds = [k for k in cb.KINDS if k != "values_pairs" or gpu.n_real % 2 == 0]
+        times = {f"{kind}-{tr}": gpu.time(kind, positions, repeats=1, transfers=tr, chunk=2 if tr else None)
+                 for kind in kinds for tr in (True, False)}
         out["cases"][_case_id(precision, complex_, threads)] = {
             "dtypes": [str(a.dtype) for a in (v, vu, vp, ev, eg, el)], "ref_dtype": str(orbitals.dtype),
             "shapes": [list(a.shape) for a in (v, vu, vp, ev, eg, el)],
@@ -65,6 +80,9 @@ def _child() -> dict:
             "uncoalesced": _rel(vu, ref_unc), "per_electron": _rel(vp, ref_pe),
             "vgl_values": _rel(ev, ref_v), "vgl_gradients": _rel(eg, ref_g), "vgl_laplacians": _rel(el, ref_l),
             "from_uncoalesced": _rel(v_from_unc, ref_values),
+            "chunked_values": _rel(cv, ref_values) if threads else 0.0,
+            "chunked_vgl": max(_rel(cev, ref_v), _rel(ceg, ref_g), _rel(cel, ref_l)) if threads else 0.0,
+            "pairs": pairs, "pairs_chunked": pairs_chunked,
             "times_are_floats": all(isinstance(t, float) for t in times.values()),
             "threads": gpu.threads, "n_real": gpu.n_real}
     # plane waves: the GPU values interpolate the exact orbitals
@@ -121,8 +139,14 @@ def test_gpu_equals_cpu(sim, precision, complex_, threads):
     L = N_ORB
     assert case["shapes"] == [[N_EL, L]] * 4 + [[N_EL, 3, L], [N_EL, L]]
     for key in ("values", "values_vs_evaluate", "uncoalesced", "per_electron", "vgl_values", "vgl_gradients",
-                "vgl_laplacians", "from_uncoalesced"):
+                "vgl_laplacians", "from_uncoalesced", "chunked_values", "chunked_vgl"):
         assert case[key] <= tol, (key, case[key])
+    if not threads:  # chunks and pairs are checked with 4 threads per block only
+        assert case["pairs"] is None
+    elif complex_:  # L' even: (re, im) pair loads give the same numbers
+        assert case["pairs"] <= tol and case["pairs_chunked"] <= tol
+    else:  # L' = 5 odd: refused with a one-line error
+        assert case["pairs"] == case["pairs_chunked"] == "refused"
     assert case["times_are_floats"]
     assert case["n_real"] == (2 if complex_ else 1) * L
     assert case["threads"] == (threads or 64)
@@ -139,3 +163,5 @@ def test_rejects_bad_arguments():
         cb.CudaBspline(np.zeros((6, 6, 6, 2)))
     with pytest.raises(ValueError, match="threads"):
         cb.CudaBspline(orbitals, threads=2)
+    with pytest.raises(ValueError, match="chunk"):
+        cb.CudaBspline(orbitals, chunk=0)

@@ -9,6 +9,8 @@ thread looping over l = t, t + T, …):
 ``values_coalesced``    coefficients (n1, n2, n3, L') with the orbital index fastest: consecutive
                         threads read consecutive addresses of the 64 rows (study 003's
                         implementation (3)); values only (its Eq. 6). CPU twin: ``evaluate_values``.
+``values_pairs``        ``values_coalesced`` reading (re, im) pairs of neighbouring real orbitals as one
+                        8-byte (float32) or 16-byte (float64) complex load per thread.
 ``values_uncoalesced``  the same work on (L, n1, n2, n3, P): each thread walks its own orbital's 64
                         scattered coefficients, neighbouring threads read addresses a whole grid
                         (n1 n2 n3 P elements) apart. This keeps 003's layout of implementations
@@ -49,7 +51,7 @@ from ..systems import bspline_orbitals as bo
 
 cuda = None  # numba.cuda, imported on first use
 
-KINDS = ("values", "values_uncoalesced", "values_per_electron", "vgl")
+KINDS = ("values", "values_pairs", "values_uncoalesced", "values_per_electron", "vgl")
 
 
 def _cuda():
@@ -154,10 +156,13 @@ def kernels(single: bool) -> dict:
         cuda.syncthreads()
 
     @c.jit
-    def values_coalesced(coeffs, cell_inverse, positions, first, out):
-        """out[j, l] for j = first + blockIdx.x; coeffs (n1, n2, n3, L') real."""
+    def values_coalesced(coeffs, cell_inverse, positions, first, chunk, out):
+        """out[j, l] for j = first + blockIdx.x and l in blockIdx.y's chunk of ``chunk`` orbitals;
+        coeffs (n1, n2, n3, L') real."""
         n1, n2, n3, n_orb = coeffs.shape
         j = first + cuda.blockIdx.x
+        l_begin = cuda.blockIdx.y * chunk
+        l_end = min(n_orb, l_begin + chunk)
         idx = cuda.shared.array((3, 4), i64)
         wax = cuda.shared.array((3, 3, 4), f64)
         w = cuda.shared.array((5, 64), f64)  # rounded to the coefficient type at use (see kernels())
@@ -166,7 +171,7 @@ def kernels(single: bool) -> dict:
         k1 = idx[2, 1]
         k2 = idx[2, 2]
         k3 = idx[2, 3]
-        for l in range(cuda.threadIdx.x, n_orb, cuda.blockDim.x):
+        for l in range(l_begin + cuda.threadIdx.x, l_end, cuda.blockDim.x):
             acc = real_np(0.0)
             for a in range(4):
                 i1 = idx[0, a]
@@ -182,6 +187,46 @@ def kernels(single: bool) -> dict:
                     acc += real_np(w[0, s + 2]) * x2
                     acc += real_np(w[0, s + 3]) * x3
             out[j, l] = acc
+
+    @c.jit
+    def values_pairs(coeffs, cell_inverse, positions, first, chunk, out):
+        """``values_coalesced`` with each thread reading (re, im) pairs: coeffs (n1, n2, n3, L'/2)
+        complex (one 8-byte load in float32, 16 bytes in float64), out (N, L') real; blockIdx.y's chunk
+        counts pairs. The same products in the same order per real component, so the same numbers."""
+        n1, n2, n3, n_pair = coeffs.shape
+        j = first + cuda.blockIdx.x
+        m_begin = cuda.blockIdx.y * chunk
+        m_end = min(n_pair, m_begin + chunk)
+        idx = cuda.shared.array((3, 4), i64)
+        wax = cuda.shared.array((3, 3, 4), f64)
+        w = cuda.shared.array((5, 64), f64)  # rounded to the coefficient type at use (see kernels())
+        point_weights(cell_inverse, positions, j, n1, n2, n3, idx, wax, w)
+        k0 = idx[2, 0]
+        k1 = idx[2, 1]
+        k2 = idx[2, 2]
+        k3 = idx[2, 3]
+        for m in range(m_begin + cuda.threadIdx.x, m_end, cuda.blockDim.x):
+            re = real_np(0.0)
+            im = real_np(0.0)
+            for a in range(4):
+                i1 = idx[0, a]
+                for b in range(4):
+                    i2 = idx[1, b]
+                    s = (a * 4 + b) * 4
+                    x0 = coeffs[i1, i2, k0, m]
+                    x1 = coeffs[i1, i2, k1, m]
+                    x2 = coeffs[i1, i2, k2, m]
+                    x3 = coeffs[i1, i2, k3, m]
+                    re += real_np(w[0, s]) * x0.real
+                    im += real_np(w[0, s]) * x0.imag
+                    re += real_np(w[0, s + 1]) * x1.real
+                    im += real_np(w[0, s + 1]) * x1.imag
+                    re += real_np(w[0, s + 2]) * x2.real
+                    im += real_np(w[0, s + 2]) * x2.imag
+                    re += real_np(w[0, s + 3]) * x3.real
+                    im += real_np(w[0, s + 3]) * x3.imag
+            out[j, 2 * m] = re
+            out[j, 2 * m + 1] = im
 
     @c.jit
     def values_uncoalesced(coeffs, cell_inverse, positions, first, out):
@@ -216,15 +261,18 @@ def kernels(single: bool) -> dict:
             out[j, t] = acc
 
     @c.jit
-    def vgl_coalesced(coeffs, cell_inverse, positions, first, out_v, out_g, out_l):
-        """Values (N, L'), gradients (N, 3, L'), Laplacians (N, L'); coeffs (n1, n2, n3, L') real."""
+    def vgl_coalesced(coeffs, cell_inverse, positions, first, chunk, out_v, out_g, out_l):
+        """Values (N, L'), gradients (N, 3, L'), Laplacians (N, L') for blockIdx.y's chunk of orbitals;
+        coeffs (n1, n2, n3, L') real."""
         n1, n2, n3, n_orb = coeffs.shape
         j = first + cuda.blockIdx.x
+        l_begin = cuda.blockIdx.y * chunk
+        l_end = min(n_orb, l_begin + chunk)
         idx = cuda.shared.array((3, 4), i64)
         wax = cuda.shared.array((3, 3, 4), f64)
         w = cuda.shared.array((5, 64), f64)  # rounded to the coefficient type at use (see kernels())
         point_weights(cell_inverse, positions, j, n1, n2, n3, idx, wax, w)
-        for l in range(cuda.threadIdx.x, n_orb, cuda.blockDim.x):
+        for l in range(l_begin + cuda.threadIdx.x, l_end, cuda.blockDim.x):
             v = real_np(0.0)
             x = real_np(0.0)
             y = real_np(0.0)
@@ -248,8 +296,8 @@ def kernels(single: bool) -> dict:
             out_g[j, 2, l] = z
             out_l[j, l] = q
 
-    return {"values_coalesced": values_coalesced, "values_uncoalesced": values_uncoalesced,
-            "vgl_coalesced": vgl_coalesced}
+    return {"values_coalesced": values_coalesced, "values_pairs": values_pairs,
+            "values_uncoalesced": values_uncoalesced, "vgl_coalesced": vgl_coalesced}
 
 
 class CudaBspline:
@@ -259,9 +307,12 @@ class CudaBspline:
 
     ``threads``: threads per block, 4 … 1024 (default :func:`default_threads` of L' = L or 2L; at
     least 3 threads compute the axis weights, fewer than L' loop over the orbitals).
+    ``chunk``: real orbitals per block (None: all L', one block per electron); with a chunk the grid
+    is (N, ⌈L'/chunk⌉), each block recomputing the electron's 64 × 5 weights (cheap next to the reads)
+    so that more, shorter blocks keep more loads in flight.
     """
 
-    def __init__(self, orbitals: bo.BsplineOrbitals, threads: int | None = None):
+    def __init__(self, orbitals: bo.BsplineOrbitals, threads: int | None = None, chunk: int | None = None):
         if not isinstance(orbitals, bo.BsplineOrbitals):
             raise ValueError(f"orbitals must be a BsplineOrbitals, got {type(orbitals).__name__}")
         c = _cuda()
@@ -274,10 +325,12 @@ class CudaBspline:
         self.threads = default_threads(self.n_real) if threads is None else bo._check_int("threads", threads, 4)
         if self.threads > 1024:
             raise ValueError(f"threads must be at most 1024, got {self.threads}")
+        self.chunk = None if chunk is None else bo._check_int("chunk", chunk, 1)
         host = self.orbitals.coefficients.view(self.real)  # (n1, n2, n3, L') real
         self.d_coeffs = c.to_device(host)
         self.d_cell_inverse = c.to_device(np.ascontiguousarray(self.orbitals.cell_inverse))
         self._d_uncoalesced = None
+        self._d_pairs = None
         self.kernels = kernels(self.real == np.float32)
 
     # ---- device data ----
@@ -289,8 +342,19 @@ class CudaBspline:
             self._d_uncoalesced = _cuda().to_device(unc.view(self.real).reshape(*unc.shape, self.parts))
         return self._d_uncoalesced
 
+    @property
+    def d_coeffs_pairs(self):
+        """(n1, n2, n3, L'/2) complex on the device: the coalesced table read as (re, im) pairs
+        (uploaded once, on first use; needs an even L')."""
+        if self._d_pairs is None:
+            if self.n_real % 2:
+                raise ValueError(f"values_pairs needs an even number of real orbitals, got {self.n_real}")
+            pair = np.complex64 if self.real == np.float32 else np.complex128
+            self._d_pairs = _cuda().to_device(self.orbitals.coefficients.view(self.real).view(pair))
+        return self._d_pairs
+
     def coefficient_table_bytes(self) -> int:
-        return int(self.d_coeffs.nbytes + (0 if self._d_uncoalesced is None else self._d_uncoalesced.nbytes))
+        return int(sum(a.nbytes for a in (self.d_coeffs, self._d_uncoalesced, self._d_pairs) if a is not None))
 
     def _positions(self, positions):
         return self.orbitals._positions(positions)
@@ -299,20 +363,26 @@ class CudaBspline:
         return tuple(a.view(self.dtype) for a in arrays)
 
     # ---- launches (device arrays in and out, no synchronisation) ----
-    def _launch(self, kind, d_pos, outs, threads=None):
+    def _launch(self, kind, d_pos, outs, threads=None, chunk=None):
         T = self.threads if threads is None else threads
         n = d_pos.shape[0]
         k = self.kernels
+        units = self.n_real // 2 if kind == "values_pairs" else self.n_real
+        chunk = self.chunk if chunk is None else chunk
+        chunk = units if chunk is None else min(units, max(1, chunk // 2) if kind == "values_pairs" else chunk)
+        grid = (n, (units + chunk - 1) // chunk)
         if kind == "values":
-            k["values_coalesced"][n, T](self.d_coeffs, self.d_cell_inverse, d_pos, 0, outs[0])
+            k["values_coalesced"][grid, T](self.d_coeffs, self.d_cell_inverse, d_pos, 0, chunk, outs[0])
+        elif kind == "values_pairs":
+            k["values_pairs"][grid, T](self.d_coeffs_pairs, self.d_cell_inverse, d_pos, 0, chunk, outs[0])
         elif kind == "values_uncoalesced":
             k["values_uncoalesced"][n, T](self.d_coeffs_uncoalesced, self.d_cell_inverse, d_pos, 0, outs[0])
         elif kind == "values_per_electron":
             launch = k["values_coalesced"][1, T]
             for j in range(n):
-                launch(self.d_coeffs, self.d_cell_inverse, d_pos, j, outs[0])
+                launch(self.d_coeffs, self.d_cell_inverse, d_pos, j, self.n_real, outs[0])
         elif kind == "vgl":
-            k["vgl_coalesced"][n, T](self.d_coeffs, self.d_cell_inverse, d_pos, 0, *outs)
+            k["vgl_coalesced"][grid, T](self.d_coeffs, self.d_cell_inverse, d_pos, 0, chunk, *outs)
         else:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
 
@@ -335,6 +405,10 @@ class CudaBspline:
         """Values (N, L) at positions (N, 3) bohr: one launch, coalesced layout."""
         return self._run("values", positions)[0]
 
+    def values_pairs(self, positions) -> np.ndarray:
+        """Values (N, L): one launch, coalesced layout read as (re, im) pairs."""
+        return self._run("values_pairs", positions)[0]
+
     def values_uncoalesced(self, positions) -> np.ndarray:
         """Values (N, L): one launch on the uncoalesced layout (L, n1, n2, n3)."""
         return self._run("values_uncoalesced", positions)[0]
@@ -347,7 +421,7 @@ class CudaBspline:
         """Values (N, L), gradients (N, 3, L), Laplacians (N, L): one launch, coalesced layout."""
         return self._run("vgl", positions)
 
-    def time(self, kind, positions, repeats=20, transfers=True, threads=None) -> float:
+    def time(self, kind, positions, repeats=20, transfers=True, threads=None, chunk=None) -> float:
         """Median seconds of one evaluation of ``kind`` (:data:`KINDS`) over ``repeats`` timings with
         CUDA events on the default stream, after one untimed warm-up (compilation).
 
@@ -356,6 +430,7 @@ class CudaBspline:
         of all results (values, or values + gradients + Laplacians) into pinned host memory;
         ``transfers=False``: the kernel launch(es) only (positions already on the device, results
         left there). Per-electron timing includes numba's host-side launch cost of every launch.
+        ``threads``/``chunk`` override the instance's for this timing.
         """
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -370,7 +445,7 @@ class CudaBspline:
         d_pos = c.to_device(pos)
         outs = self._device_outputs(kind, n)
         host_outs = [c.pinned_array(o.shape, self.real) for o in outs]
-        self._launch(kind, d_pos, outs, threads)  # compile / warm up
+        self._launch(kind, d_pos, outs, threads, chunk)  # compile / warm up
         c.synchronize()
         start, end = c.event(), c.event()
         times = []
@@ -378,7 +453,7 @@ class CudaBspline:
             start.record()
             if transfers:
                 d_pos.copy_to_device(pinned_pos)
-            self._launch(kind, d_pos, outs, threads)
+            self._launch(kind, d_pos, outs, threads, chunk)
             if transfers:
                 for o, h in zip(outs, host_outs):
                     o.copy_to_host(h)
