@@ -39,7 +39,13 @@ PLAN = [
 
 def run_point(element, dt, cap, args):
     params = {"element": element, "en_cusp": True} if args.en_cusp else {"element": element}
-    cfg = RunConfig(system="atom", params=params, method="dmc", backend=args.backend,
+    return dmc_point("atom", params, dt, cap, args) | {"element": element}
+
+
+def dmc_point(system, params, dt, cap, args):
+    """One fixed-node DMC point: ``args.equilibrate`` and ``args.measure`` in ħ/E_h, ``args.walkers``,
+    ``args.backend``, ``args.seed``. Returns the estimates, branching counters and a 10-chunk trace."""
+    cfg = RunConfig(system=system, params=params, method="dmc", backend=args.backend,
                     walkers=args.walkers, dt=dt, steps=max(1, round(args.measure / dt)),
                     dmc_equilibration=round(args.equilibrate / dt), seed=args.seed, energy_cap=cap)
     start = time.perf_counter()
@@ -49,7 +55,7 @@ def run_point(element, dt, cap, args):
     # trace: mean mixed energy per tenth of the measured time (relaxation shows as a drift)
     trace = [float(chunk.mean()) for chunk in np.array_split(series, 10)]
     e = result["estimates"]["energy"]
-    return {"element": element, "dt": dt, "cap": cap, "energy": e["mean"], "error": e["error"], "tau": e["tau"],
+    return {"dt": dt, "cap": cap, "energy": e["mean"], "error": e["error"], "tau": e["tau"],
             "population": result["estimates"]["population"]["mean"], "acceptance": result["acceptance"],
             "energy_cut": result["energy_cut"], "killed": result["killed"], "copied": result["copied"],
             "trace": trace, "wall_s": time.perf_counter() - start, "backend": result["backend"]}

@@ -59,21 +59,12 @@ if str(REPO) not in sys.path:
 import numba  # noqa: E402
 
 from qmckit.backends import cuda_bspline as cb  # noqa: E402
+from qmckit.studies.tio2_orbitals import PAPER  # noqa: E402
 from qmckit.systems import bspline_orbitals as bo  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
 warnings.filterwarnings("ignore", message=".*[Hh]ost array.*")
 
-# Study 003, Table VIII (ms per MC step, transfers included; (0a) CPU one core double, GPU single,
-# GTX 480) and Table XI (kernel-only (3) at N=1536 = 3.26 − 1.20 ms of transfers). N=648 has only (3).
-PAPER = {
-    "Si": {"cpu_ms": 2.77, "coalesced_ms": 0.17, "uncoalesced_ms": 0.43, "per_electron_ms": 6.76,
-           "coalesced_kernel_ms": None},
-    "TiO2-648": {"cpu_ms": 20.21, "coalesced_ms": 0.82, "uncoalesced_ms": None, "per_electron_ms": None,
-                 "coalesced_kernel_ms": None},
-    "TiO2-1536": {"cpu_ms": 100.00, "coalesced_ms": 3.26, "uncoalesced_ms": 17.83, "per_electron_ms": 68.03,
-                  "coalesced_kernel_ms": 2.06},
-}
 SMOKE_SIZES = {"tiny": {"system": "smoke test", "electrons": 4, "orbitals": 3, "grid": (6, 6, 6),
                         "cpu_ms": None, "gpu_ms": None}}
 GOAL = {"size": "TiO2-1536", "precision": "f32", "fraction": 0.70, "ms": 0.1, "ms_pass": 0.15}

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from qmckit.studies.tio2_orbitals import convergence
 from qmckit.systems import bspline_orbitals as bo
 
 ORTHO = np.diag([7.0, 8.0, 9.0])
@@ -18,10 +19,6 @@ FCC = 0.5 * 10.26 * np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
 
 def _points(cell, n, seed=0):
     return np.random.default_rng(seed).uniform(-0.5, 1.5, size=(n, 3)) @ cell  # also outside the home cell
-
-
-def _slope(grids, errors):
-    return -np.polyfit(np.log(grids), np.log(errors), 1)[0]
 
 
 @pytest.mark.parametrize("cell", [ORTHO, SKEW], ids=["ortho", "skew"])
@@ -62,16 +59,12 @@ def test_plane_wave_orbitals_are_exact_and_ordered():
 
 @pytest.mark.parametrize("cell,complex_", [(ORTHO, False), (FCC, True)], ids=["ortho-real", "fcc-complex"])
 def test_plane_waves_converge_at_cubic_spline_rates(cell, complex_):
-    pw = bo.plane_wave_orbitals(cell, 9, complex=complex_)
-    x = _points(cell, 400, seed=3)
-    exact = pw.evaluate(x)
-    grids = [16, 24, 32, 48]
-    errors = np.array([[np.abs(a - b).max() for a, b in zip(pw.bspline(n).evaluate(x), exact)] for n in grids])
-    scale = np.array([np.abs(e).max() for e in exact])  # max |φ|, |∇φ|, |∇²φ| of the exact orbitals
+    study = convergence(cell, 9, grids=(16, 24, 32, 48), n_points=400, complex=complex_, seed=3)
+    errors, scale = study["errors"], study["scale"]     # scale: max |φ|, |∇φ|, |∇²φ| of the exact orbitals
     assert np.all(np.diff(errors, axis=0) < 0)          # every error falls with every refinement
     assert np.all(errors[-1] < np.array([1e-5, 1e-4, 1e-2]) * scale)  # and is small on the finest grid
     for k, order in enumerate((4, 3, 2)):               # values h⁴, gradients h³, Laplacians h²
-        assert abs(_slope(grids, errors[:, k]) - order) < 0.2, (k, _slope(grids, errors[:, k]))
+        assert abs(study["orders"][k] - order) < 0.2, (k, study["orders"][k])
 
 
 @pytest.mark.parametrize("cell", [SKEW, FCC], ids=["skew", "fcc"])
