@@ -327,3 +327,21 @@ def test_precision_panel_real_basis_matrices():
     assert panel.status.value.startswith("done") and "molecule h2" in panel.figure().axes[0].get_title()
     panel.bases.value = ()
     assert panel.run_sync() is None and "bases" in panel.status.value
+
+
+def test_orbitals_panel_literal_qs_is_biased_pbp_is_not_and_bad_input(monkeypatch):
+    monkeypatch.setenv("QMCKIT_FAST", "1")
+    from qmckit.widgets import OrbitalsPanel
+
+    panel = OrbitalsPanel(scheme="qs_literal", n_per_spin=7, sweeps=3000)
+    literal = panel.run_sync()
+    assert literal["bias_per_cell"] > 4 * literal["bias_per_cell_error"]  # reading A fills the exchange hole
+    assert "Ha per Si cell" in panel.status.value and len(panel.plot.outputs) == 1
+    panel.scheme.value = "pbp"
+    exact = panel.run_sync()
+    assert abs(exact["bias_per_cell"]) < 4 * exact["bias_per_cell_error"]
+    panel.sweeps.value = 5
+    assert panel.run_sync() is None and "sweeps" in panel.status.value
+    panel.grid.value = 8
+    timing = panel.time_sync()
+    assert timing["median_s"] > 0 and timing["grid"] == [8, 8, 8] and "ms" in panel.status.value

@@ -9,7 +9,8 @@ Panels: :class:`BosonPanel` (trapped bosons, VMC), :class:`AtomPanel` (He, Be, N
 DMC), :class:`MoleculePanel` (molecules in a Gaussian basis with RHF orbitals from PySCF, VMC and
 fixed-node DMC, energy next to E_RHF) and :class:`PrecisionPanel` (error per element of the orbital
 matrix product against its inner length, per arithmetic) and :class:`LatticePanel` (study 000's
-projected d-wave RVB state of the t–J model). The last three are imported on first use, so
+projected d-wave RVB state of the t–J model) and :class:`OrbitalsPanel` (study 003: B-spline orbital
+evaluation cost and the updating schemes' bias). The last four are imported on first use, so
 ``import qmckit.widgets`` stays cheap; none needs PySCF to import (without it they say so).
 
 ``fast_mode()`` reads ``QMCKIT_FAST`` (small default sizes for CI and notebook fast mode).
@@ -21,9 +22,10 @@ from .bec_panel import BosonPanel
 from .fast import fast_mode
 from .plots import plot_energy_trace, plot_reblock, run_figure
 
-_LAZY = {"MoleculePanel": ".molecule_panel", "PrecisionPanel": ".precision_panel", "LatticePanel": ".lattice_panel"}
+_LAZY = {"MoleculePanel": ".molecule_panel", "PrecisionPanel": ".precision_panel", "LatticePanel": ".lattice_panel",
+         "OrbitalsPanel": ".orbitals_panel"}
 
-__all__ = ["AtomPanel", "BosonPanel", "LatticePanel", "MoleculePanel", "PrecisionPanel", "fast_mode",
+__all__ = ["AtomPanel", "BosonPanel", "LatticePanel", "MoleculePanel", "OrbitalsPanel", "PrecisionPanel", "fast_mode",
            "plot_energy_trace", "plot_reblock", "run_figure"]
 
 
