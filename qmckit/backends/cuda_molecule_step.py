@@ -80,6 +80,7 @@ from ..systems import molecule as _mol
 from ..systems.gaussian_basis import eval_point
 from ..systems.molecule import _pair_a
 from ..systems.slater import invert
+from . import cuda_bec
 
 PHASES = ("basis", "gemm", "slater", "jastrow", "accept")
 KINDS = ("f64", "f32", "kahan32")
@@ -100,19 +101,8 @@ def _cuda():
     return cuda
 
 
-def simulated() -> bool:
-    """True when numba runs CUDA code in its simulator (NUMBA_ENABLE_CUDASIM=1 at import time)."""
-    return bool(nb.config.ENABLE_CUDASIM)
-
-
-def available() -> bool:
-    """True when a real CUDA GPU can be used here (False under the simulator or without a GPU)."""
-    try:
-        if simulated():
-            return False
-        return bool(_cuda().is_available())
-    except Exception:  # no driver, no numba-cuda, broken toolkit
-        return False
+simulated = cuda_bec.simulated  # True under numba's CUDA simulator
+available = cuda_bec.available  # True when a real CUDA GPU can be used here
 
 
 # --------------------------------------------------------------------------------------------
