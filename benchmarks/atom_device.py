@@ -72,6 +72,7 @@ from qmckit.backends import cuda_atom  # noqa: E402
 from qmckit.methods.vmc import VMC  # noqa: E402
 from qmckit.systems.atom import REFERENCE_ENERGIES, Atom, _views  # noqa: E402
 from qmckit.walkers import Walkers  # noqa: E402
+from _common import log  # noqa: E402
 
 warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)  # simulator uint64
 warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")  # numba's under-utilisation hint, small cases
@@ -80,10 +81,6 @@ ELEMENTS = ("He", "Be", "Ne")
 DT = {"He": 0.05, "Be": 0.02, "Ne": 0.01}  # drift time steps (exact MH: no time-step bias in VMC)
 # study 002, Table 7.3 (10³ MC cycles/s; HD 5870 GPU vs one Phenom II core running the C++ reference)
 THESIS_KMCS = {"He": (15553, 230), "Be": (4056, 33), "Ne": (466, 2.6)}
-
-
-def log(*args):
-    print(*args, flush=True)
 
 
 def fmt(x, spec):

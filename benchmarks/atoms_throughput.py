@@ -89,6 +89,7 @@ import time
 import traceback
 import warnings
 from pathlib import Path
+from _common import Budget, log  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
@@ -108,22 +109,6 @@ H2O_DT = 0.02
 PYQMC_VERSION = "0.8.1"
 SOURCES = ("qmckit/systems/atom.py", "qmckit/systems/molecule.py", "qmckit/systems/gaussian_basis.py",
            "qmckit/systems/slater.py", "qmckit/methods/vmc.py", "qmckit/backends/cuda_atom.py", "qmckit/rng.py")
-
-
-def log(*args):
-    print(*args, flush=True)
-
-
-class Budget:
-    def __init__(self, total):
-        self.t0 = time.perf_counter()
-        self.total = total
-
-    def left(self):
-        return self.total - self.elapsed()
-
-    def elapsed(self):
-        return time.perf_counter() - self.t0
 
 
 def source_hashes() -> dict:

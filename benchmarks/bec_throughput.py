@@ -69,6 +69,7 @@ from qmckit.backends import cuda_bec  # noqa: E402
 from qmckit.methods.vmc import VMC  # noqa: E402
 from qmckit.systems.bec import TrappedBosons  # noqa: E402
 from qmckit.walkers import Walkers  # noqa: E402
+from _common import Budget, cpu_model, log  # noqa: E402
 
 warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)  # simulator uint64
 warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")  # numba's under-utilisation hint, small cases
@@ -83,20 +84,6 @@ FLOPS_ENERGY_PAIR = 44
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
-class Budget:
-    def __init__(self, total):
-        self.t0 = time.perf_counter()
-        self.total = total
-
-    def left(self):
-        return self.total - (time.perf_counter() - self.t0)
-
-    def elapsed(self):
-        return time.perf_counter() - self.t0
-
-
-def log(*args):
-    print(*args, flush=True)
 
 
 def system_for(n, a=A_CORE, alpha=ALPHA):
@@ -169,14 +156,7 @@ def device_info(cuda):
 
 
 def cpu_info():
-    model = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     return {"model": model, "cores": os.cpu_count(), "numba_threads": numba.get_num_threads()}
 
 

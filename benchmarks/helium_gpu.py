@@ -56,6 +56,7 @@ from qmckit import rng  # noqa: E402
 from qmckit.backends import helium_chains as hc  # noqa: E402
 from qmckit.studies import helium4  # noqa: E402
 from qmckit.systems import helium  # noqa: E402
+from _common import log  # noqa: E402
 
 warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
 warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
@@ -63,10 +64,6 @@ warnings.filterwarnings("ignore", message="reblock")
 
 FLOP_PER_PAIR = 30
 K20_MS_40960 = 418.0
-
-
-def log(*args):
-    print(*args, flush=True)
 
 
 def stage(name, budget, results, out_path, fn):

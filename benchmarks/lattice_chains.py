@@ -65,6 +65,7 @@ from qmckit.backends.lattice_chains import (HOPS_ACCEPTED, HOPS_PROPOSED, REBUIL
                                             SWAPS_PROPOSED, CpuChains)
 from qmckit.rng import seed_states  # noqa: E402
 from qmckit.systems.lattice_rvb import LatticeRVB  # noqa: E402
+from _common import Budget, cpu_model, log  # noqa: E402
 
 warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
 warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
@@ -86,31 +87,11 @@ PEAKS = {  # fp64, TFLOP/s: NVIDIA datasheets
 FP64_FMA_PER_SM_CLK = {(9, 0): 64, (8, 0): 32, (7, 0): 32}  # full-rate fp64 parts (H100/A100/V100)
 
 
-def log(*args):
-    print(*args, flush=True)
-
-
-class Budget:
-    def __init__(self, total):
-        self.t0 = time.perf_counter()
-        self.total = total
-
-    def left(self):
-        return self.total - (time.perf_counter() - self.t0)
-
-
 # --------------------------------------------------------------------------------------------
 # machine
 # --------------------------------------------------------------------------------------------
 def cpu_info():
-    model = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     return {"model": model, "cores": os.cpu_count(), "numba_threads": int(numba.config.NUMBA_NUM_THREADS)}
 
 

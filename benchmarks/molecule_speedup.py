@@ -56,33 +56,11 @@ import numba  # noqa: E402
 
 from qmckit.backends import cuda_molecule_step as S  # noqa: E402
 from qmckit.studies import speedup_001 as study  # noqa: E402
-
-
-def log(*args):
-    print(*args, flush=True)
-
-
-class Budget:
-    def __init__(self, total):
-        self.t0 = time.perf_counter()
-        self.total = total
-
-    def left(self):
-        return self.total - (time.perf_counter() - self.t0)
-
-    def elapsed(self):
-        return time.perf_counter() - self.t0
+from _common import Budget, cpu_model, log  # noqa: E402
 
 
 def cpu_info():
-    model = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     info = {"model": model, "logical_cores": os.cpu_count()}
     try:
         info["load_average_at_start"] = list(os.getloadavg())

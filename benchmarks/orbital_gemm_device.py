@@ -68,28 +68,13 @@ import numba  # noqa: E402
 
 from qmckit import precision as P  # noqa: E402
 from qmckit.backends import cuda_gemm as G  # noqa: E402
+from _common import Budget, cpu_model, log  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")  # numba's under-utilisation hint, small cases
 warnings.filterwarnings("ignore", message=".*[Hh]ost array.*")
 
 U = {"f32": 2.0 ** -24, "f64": 2.0 ** -53}
 KAHAN_INSTR = 5  # FP32 instructions per Kahan term
-
-
-def log(*args):
-    print(*args, flush=True)
-
-
-class Budget:
-    def __init__(self, total):
-        self.t0 = time.perf_counter()
-        self.total = total
-
-    def left(self):
-        return self.total - (time.perf_counter() - self.t0)
-
-    def elapsed(self):
-        return time.perf_counter() - self.t0
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,14 +111,7 @@ def device_info(cuda):
 
 
 def cpu_info():
-    model = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     info = {"model": model, "cores": os.cpu_count()}
     try:
         import threadpoolctl

@@ -61,6 +61,7 @@ import numba  # noqa: E402
 from qmckit.backends import cuda_bspline as cb  # noqa: E402
 from qmckit.studies.tio2_orbitals import PAPER  # noqa: E402
 from qmckit.systems import bspline_orbitals as bo  # noqa: E402
+from _common import cpu_model, log  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
 warnings.filterwarnings("ignore", message=".*[Hh]ost array.*")
@@ -69,10 +70,6 @@ SMOKE_SIZES = {"tiny": {"system": "smoke test", "electrons": 4, "orbitals": 3, "
                         "cpu_ms": None, "gpu_ms": None}}
 GOAL = {"size": "TiO2-1536", "precision": "f32", "fraction": 0.70, "ms": 0.1, "ms_pass": 0.15}
 CELL = 10.0
-
-
-def log(*args):
-    print(*args, flush=True)
 
 
 def device_info(cuda):
@@ -101,14 +98,7 @@ def device_tag(info):
 
 
 def cpu_info():
-    model = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     return {"model": model, "cores": os.cpu_count(), "numba_threads": numba.config.NUMBA_NUM_THREADS}
 
 
