@@ -68,6 +68,9 @@ def main():
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--rhf-cache", default=None, help="pickled RHF solutions to load (no PySCF needed)")
     parser.add_argument("--write-rhf-cache", default=None, help="compute the plan's RHF solutions and pickle them")
+    parser.add_argument("--cusp", action="store_true",
+                        help="cusp-corrected orbitals (qmckit.systems.gaussian_cusp) instead of the e–n Jastrow factor")
+    parser.add_argument("--tag", default="", help="suffix of the output file names")
     args = parser.parse_args()
     plan = parse_plan(args.plan)
     if args.write_rhf_cache:
@@ -88,6 +91,8 @@ def main():
                 skipped.append((name, basis, dt))
                 continue
             params = {"xyz": GEOMETRY.get(name, name), "basis": basis}
+            if args.cusp:
+                params |= {"cusp": True, "jastrow_en": False}
             try:
                 p = dmc_point("molecule", params, dt, 8.0, args)
             except Exception as err:  # noqa: BLE001 - report and go on
@@ -102,7 +107,8 @@ def main():
                   flush=True)
     lines = [f"# Fixed-node DMC with RHF nodes (molecule system) — {date.today().isoformat()}", "",
              f"{args.walkers} walkers, {args.equilibrate} ħ/E_h of DMC equilibration and {args.measure} ħ/E_h measured per "
-             f"point, energy cut 8 σ₀, backend {args.backend} with {numba.get_num_threads()} numba threads on "
+             f"point, energy cut 8 σ₀, {'cusp-corrected orbitals, no e–n Jastrow' if args.cusp else 'e–n Padé Jastrow'}, "
+             f"backend {args.backend} with {numba.get_num_threads()} numba threads on "
              f"{os.cpu_count()} cores; command `python benchmarks/molecule_dmc_device.py`.", "",
              "| system | Δτ | E (E_h) | E_RHF | population | acceptance | wall |", "|---|---:|---:|---:|---:|---:|---:|"]
     for p in points:
@@ -127,7 +133,7 @@ def main():
            "numba_threads": numba.get_num_threads(), "points": points, "fits": fits, "skipped": skipped,
            "markdown": "\n".join(lines)}
     OUT.mkdir(parents=True, exist_ok=True)
-    stem = f"molecule_dmc_{out['date']}"
+    stem = f"molecule_dmc_{out['date']}" + (f"_{args.tag}" if args.tag else "")
     (OUT / f"{stem}.json").write_text(json.dumps(out, indent=1, default=str))
     (OUT / f"{stem}.md").write_text(out["markdown"] + "\n")
     print(out["markdown"])

@@ -180,6 +180,15 @@ def _ipow(x, n):
 
 
 @nb.njit(cache=True, error_model="numpy")
+def packed_length(packed):
+    """Length of a packed basis vector (what follows it in a longer vector is not part of it)."""
+    o = 2
+    for _ in range(int(packed[0])):
+        o += 5 + 2 * int(packed[o + 4])  # centre (3), l, n_prim, then (exponent, coefficient) pairs
+    return o
+
+
+@nb.njit(cache=True, error_model="numpy")
 def n_basis_of(packed):
     """Number of basis functions of a packed basis."""
     return int(packed[1])

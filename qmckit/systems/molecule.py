@@ -26,8 +26,9 @@ Measured on H2O and Ne in cc-pVDZ (reweighting 19 200 configurations of |D↑D�
 the H2O energy by 0.67(9) E_h, β_ee = 4 lowers it by 0.11(2) E_h (Ne: 0.11(5) E_h). On top of that,
 β_en = 30 multiplies the E_L variance by ~25, β_en = 100 by ~4, β_en = 300 by ~1.25 (energy a further
 0.02(3) E_h lower in H2O, 0.08(5) E_h in Ne), β_en = 1000 changes nothing measurable. Hence the
-defaults β_ee = 4 and β_en = 300 bohr⁻¹ (QMcBeaver used b = 100 for e–n, see the study's notes). A
-proper fix of the Gaussian cusp (orbital cusp correction) is not attempted.
+defaults β_ee = 4 and β_en = 300 bohr⁻¹ (QMcBeaver used b = 100 for e–n, see the study's notes). The
+e–n factor's sharp shell makes fixed-node DMC time-step errors large; ``cusp=True`` (with
+``jastrow_en=False``) instead corrects the orbitals near each nucleus (:mod:`qmckit.systems.gaussian_cusp`).
 For f(r) = a r/(1 + βr): f' = a/(1 + βr)², f'' + 2f'/r = 2a/(r(1 + βr)³), and
 
     E_L = Σ_i [−½(∇²_i D/D + ∇²_i U + |∇_i U|² + 2 ∇_i ln D·∇_i U) − Σ_A Z_A/r_iA] + Σ_{i<j} 1/r_ij + E_nn
@@ -38,7 +39,8 @@ sign of ψ_T is rejected), as for :class:`~qmckit.systems.atom.Atom`.
 Kernel parameter vector ``p`` (float64; the generic drivers pass it to every kernel):
 
     [N, n, n_atoms, n_basis, jastrow_ee, β_ee, jastrow_en, β_en, reject_node_crossing, E_nn,
-     atoms (n_atoms × [x, y, z, Z]), C (n_basis × n, row-major), packed basis (see gaussian_basis)]
+     atoms (n_atoms × [x, y, z, Z]), C (n_basis × n, row-major), packed basis (see gaussian_basis),
+     with ``cusp``: the correction block of :mod:`qmckit.systems.gaussian_cusp`]
 
 Cache layout of one walker (N electrons, n orbitals per spin, n_basis functions), float64:
 
@@ -85,7 +87,9 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .gaussian_basis import GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, require_pyscf
+from . import gaussian_cusp
+from .gaussian_basis import (GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, packed_length,
+                             require_pyscf)
 from .protocol import SystemKernels
 from .slater import _mat, _mat3, det_ratio, invert
 
@@ -203,6 +207,8 @@ class MoleculeParams:
     jastrow_en  include the e–n Padé term −Z r/(1 + β_en r) that restores the nuclear cusps
     beta_ee     β of the e–e term in bohr⁻¹ (≥ 0, default 4)
     beta_en     β of the e–n term in bohr⁻¹ (> 0, default 300)
+    cusp        correct the orbitals near each nucleus so that they have the Kato cusp
+                (:mod:`qmckit.systems.gaussian_cusp`; default off). It replaces the e–n term, which must then be off
     """
 
     xyz: str = "h2o"
@@ -213,6 +219,7 @@ class MoleculeParams:
     jastrow_en: bool = True
     beta_ee: float = DEFAULT_BETA_EE
     beta_en: float = DEFAULT_BETA_EN
+    cusp: bool = False
 
     def __post_init__(self):
         xyz, atoms = resolve_geometry(self.xyz)
@@ -227,11 +234,14 @@ class MoleculeParams:
         if n_electrons < 2 or n_electrons % 2:
             raise ValueError(f"charge must leave an even number ≥ 2 of electrons (closed shell), got "
                              f"{n_electrons} electrons with charge {self.charge}")
-        for name in ("jastrow", "jastrow_ee", "jastrow_en"):
+        for name in ("jastrow", "jastrow_ee", "jastrow_en", "cusp"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {value!r}")
             object.__setattr__(self, name, bool(value))
+        if self.cusp and self.jastrow and self.jastrow_en:
+            raise ValueError("cusp and jastrow_en both give the orbitals the nuclear cusp: set jastrow_en=False "
+                             "with cusp=True")
         for name, strict in (("beta_ee", False), ("beta_en", True)):
             value = getattr(self, name)
             if not _is_number(value) or not math.isfinite(value) or (value <= 0 if strict else value < 0):
@@ -407,6 +417,7 @@ def _orbitals(basis, C, x, y, z, val, grad, lap, BV, BG, BL, order):
             for mu in range(nbf):
                 v += BV[mu] * C[mu, j]
             val[j] = v
+        _cusp(basis, x, y, z, val, grad, lap, order)
         return
     for j in range(n):
         v = 0.0
@@ -428,6 +439,15 @@ def _orbitals(basis, C, x, y, z, val, grad, lap, BV, BG, BL, order):
         grad[j, 2] = gz
         if order >= 2:
             lap[j] = lp
+    _cusp(basis, x, y, z, val, grad, lap, order)
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _cusp(basis, x, y, z, val, grad, lap, order):
+    """The nuclear cusp correction, when the parameter vector carries one after the packed basis."""
+    length = packed_length(basis)
+    if basis.shape[0] > length:
+        gaussian_cusp.apply(basis[length:], x, y, z, val, grad, lap, order)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -848,6 +868,7 @@ class Molecule:
             jastrow = ", ".join(parts)
         xyz = p.xyz if len(p.xyz) <= 40 else p.xyz[:37] + "…"
         charge = f", charge={p.charge}" if p.charge else ""
+        charge += ", cusp=True" if p.cusp else ""
         return f"Molecule(xyz={xyz!r}, basis={p.basis!r}{charge}, {jastrow}{fixed_node})"
 
     def for_dmc(self) -> "Molecule":
@@ -910,7 +931,9 @@ class Molecule:
                   float(jee), p.beta_ee, float(jen), p.beta_en, float(self.reject_node_crossing),
                   rhf.nuclear_repulsion]
         atoms = np.column_stack([rhf.coordinates, rhf.charges]).ravel()
-        return np.concatenate([np.array(header), atoms, rhf.coefficients.ravel(), rhf.basis.packed])
+        cusp = (gaussian_cusp.cusp_block(rhf.basis, rhf.coefficients, rhf.coordinates, rhf.charges) if p.cusp
+                else np.zeros(0))
+        return np.concatenate([np.array(header), atoms, rhf.coefficients.ravel(), rhf.basis.packed, cusp])
 
     @property
     def kernel_params(self) -> np.ndarray:
