@@ -79,7 +79,8 @@ _MOLECULE_PARAMS = {
     "beta_ee": ("--beta-ee", _finite_float, "β of the e–e Padé–Jastrow term in bohr⁻¹, ≥ 0 (default 4)"),
     "beta_en": ("--beta-en", _finite_float, "β of the e–n Padé–Jastrow term in bohr⁻¹, > 0 (default 300)"),
 }
-_MOLECULE_SWITCHES = {"jastrow": "--no-jastrow", "jastrow_ee": "--no-ee-jastrow", "jastrow_en": "--no-en-jastrow"}
+_MOLECULE_SWITCHES = {"jastrow": "--no-jastrow", "jastrow_ee": "--no-ee-jastrow", "jastrow_en": "--no-en-jastrow",
+                      "cusp": "--cusp"}
 _HELIUM_PARAMS = {
     "n": ("--n", int, "number of ⁴He atoms N, ≥ 2 (default 64)"),
     "density": ("--density", _finite_float, "number density ρ in Å⁻³, > 0 (default 0.02186, the equilibrium liquid)"),
@@ -155,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="leave out the e–e Padé term")
     molecule.add_argument("--no-en-jastrow", dest="jastrow_en", action="store_false", default=None,
                           help="leave out the e–n Padé term that restores the nuclear cusps")
+    molecule.add_argument("--cusp", dest="cusp", action="store_true", default=None,
+                          help="cusp-corrected orbitals near each nucleus instead of the e–n Padé term (implies "
+                               "--no-en-jastrow); smaller E_L variance and DMC time-step error")
     _add_method_options(molecule)
     helium = systems.add_parser(
         "helium", help="liquid ⁴He: Aziz HFD-B(HE) potential + McMillan Jastrow in a periodic box (study 004)",
@@ -317,6 +321,8 @@ def _run(args) -> int:
 
     param_flags, param_defaults = _SYSTEM_PARAMS[args.system]
     given_params = {k: getattr(args, k) for k in param_flags if getattr(args, k) is not None}
+    if given_params.get("cusp"):  # the corrected orbitals carry the nuclear cusp; the e–n term would double it
+        given_params.setdefault("jastrow_en", False)
     given_run = {k: getattr(args, k) for k in _RUN_KEYS if getattr(args, k, None) is not None}
     try:
         if args.resume:

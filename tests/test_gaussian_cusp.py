@@ -112,3 +112,14 @@ def test_local_energy_stays_finite_at_the_nucleus(neon):
     # Gaussian orbitals: E_L ~ −Z/r, a million hartree apart; corrected: the −Z/r cancels and E_L has a limit
     assert energies[False][0] - energies[False][1] > 1e6
     assert abs(energies[True][0] - energies[True][1]) < 5.0 and abs(energies[True][1] - energies[True][2]) < 1e-2
+
+
+def test_cli_cusp_turns_the_en_jastrow_off(capsys):
+    import json
+
+    from qmckit.cli import main
+
+    assert main(["run", "molecule", "--xyz", "h2", "--basis", "cc-pvdz", "--cusp", "--walkers", "10", "--steps", "20",
+                 "--json"]) == 0
+    params = json.loads(capsys.readouterr().out)["params"]
+    assert params["cusp"] is True and params["jastrow_en"] is False and params["jastrow_ee"] is True
