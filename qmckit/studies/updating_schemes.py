@@ -79,6 +79,7 @@ import numpy as np
 
 from ..stats import estimate
 from ..systems.bspline_orbitals import _electron_values, evaluate_electron, plane_wave_orbitals
+from ..systems.slater import invert
 
 SCHEMES = ("pbp", "qs_batched", "qs_literal", "cbc")
 SCHEME_CODES = {"pbp": 0, "qs_batched": 1, "qs_literal": 2, "cbc": 3}
@@ -429,60 +430,10 @@ def _jastrow_total(pos, box, a, rc):
 
 @nb.njit(cache=True)
 def lu_inverse(a, out):
-    """log|det a| and the sign of det a (n, n) by LU with partial pivoting, and a⁻¹ into ``out`` (n, n).
-    A singular matrix gives (−inf, 0.0) and leaves ``out`` unspecified. (Written out rather than
-    np.linalg: the same O(n³), a fraction of the numba compile time.)"""
-    n = a.shape[0]
-    lu = a.copy()
-    perm = np.arange(n)
-    logdet = 0.0
-    sign = 1.0
-    for k in range(n):
-        p = k
-        big = abs(lu[k, k])
-        for i in range(k + 1, n):
-            if abs(lu[i, k]) > big:
-                big = abs(lu[i, k])
-                p = i
-        if big == 0.0:
-            return -np.inf, 0.0
-        if p != k:
-            for j in range(n):
-                tmp = lu[k, j]
-                lu[k, j] = lu[p, j]
-                lu[p, j] = tmp
-            tmp_i = perm[k]
-            perm[k] = perm[p]
-            perm[p] = tmp_i
-            sign = -sign
-        piv = lu[k, k]
-        logdet += math.log(abs(piv))
-        if piv < 0.0:
-            sign = -sign
-        for i in range(k + 1, n):
-            f = lu[i, k] / piv
-            lu[i, k] = f
-            if f != 0.0:
-                for j in range(k + 1, n):
-                    lu[i, j] -= f * lu[k, j]
-    # P a = L U: column j of a⁻¹ solves L U x = P e_j
-    x = np.empty(n)
-    for j in range(n):
-        for i in range(n):
-            x[i] = 1.0 if perm[i] == j else 0.0
-        for i in range(n):
-            acc = x[i]
-            for k in range(i):
-                acc -= lu[i, k] * x[k]
-            x[i] = acc
-        for i in range(n - 1, -1, -1):
-            acc = x[i]
-            for k in range(i + 1, n):
-                acc -= lu[i, k] * x[k]
-            x[i] = acc / lu[i, i]
-        for i in range(n):
-            out[i, j] = x[i]
-    return logdet, sign
+    """log|det a| and the sign of det a (n, n), and a⁻¹ into ``out`` (n, n); ``a`` is left unchanged.
+    A singular matrix gives (−inf, 0.0). (:func:`qmckit.systems.slater.invert` on a copy: it overwrites
+    its input.)"""
+    return invert(a.copy(), out)
 
 
 @nb.njit(cache=True)
