@@ -48,6 +48,7 @@ import math
 import numpy as np
 
 from ..systems import bspline_orbitals as bo
+from . import cuda_bec
 
 cuda = None  # numba.cuda, imported on first use
 
@@ -63,16 +64,8 @@ def _cuda():
     return cuda
 
 
-def simulated() -> bool:
-    from . import cuda_bec
-
-    return cuda_bec.simulated()
-
-
-def available() -> bool:
-    from . import cuda_bec
-
-    return cuda_bec.available()
+simulated = cuda_bec.simulated  # True under numba's CUDA simulator
+available = cuda_bec.available  # True when a real CUDA GPU can be used here
 
 
 def default_threads(n_real_orbitals: int) -> int:

@@ -200,19 +200,9 @@ def basis_chunks(packed, max_functions: int = DEFAULT_CHUNK_FUNCTIONS):
 # per-electron and per-walker physics: numba functions, compiled again as CUDA device functions
 # --------------------------------------------------------------------------------------------
 @nb.njit(cache=True, error_model="numpy")
-def electron_pairs(R, i, n, atoms, jee, beta_ee, jen, beta_en, g):
-    """Pair terms of electron ``i`` of one walker (R (N, 3)): returns ``(u_i, lap_i, v_i)`` and writes
-    ∇_i U into ``g`` (3,).
-
-    u_i   = ½ Σ_{l≠i} a_il r/(1 + β_ee r) + Σ_A −Z_A r/(1 + β_en r)   (Σ_i u_i = U)
-    lap_i = ∇²_i U = Σ_{l≠i} 2 a_il/(r (1 + β_ee r)³) − Σ_A 2 Z_A/(r (1 + β_en r)³)
-    v_i   = ½ Σ_{l≠i} 1/r_il − Σ_A Z_A/r_iA                            (Σ_i v_i = V_ee + V_en)
-
-    (the e–e terms with ``jee``, the e–n terms with ``jen``; a_il of :func:`qmckit.systems.molecule._pair_a`)."""
-    N = R.shape[0]
-    x = R[i, 0]
-    y = R[i, 1]
-    z = R[i, 2]
+def electron_nuclei(x, y, z, atoms, jen, beta_en):
+    """The electron–nucleus terms of one electron at (x, y, z): ``(u, lap, v, gx, gy, gz)`` with
+    u = Σ_A −Z_A r/(1 + β_en r), its Laplacian and gradient (with ``jen``) and v = −Σ_A Z_A/r."""
     u = 0.0
     lap = 0.0
     v = 0.0
@@ -234,6 +224,24 @@ def electron_pairs(R, i, n, atoms, jee, beta_ee, jen, beta_en, g):
             gy += c * dy
             gz += c * dz
             lap -= 2.0 * Z * b * b * b / r
+    return u, lap, v, gx, gy, gz
+
+
+@nb.njit(cache=True, error_model="numpy")
+def electron_pairs(R, i, n, atoms, jee, beta_ee, jen, beta_en, g):
+    """Pair terms of electron ``i`` of one walker (R (N, 3)): returns ``(u_i, lap_i, v_i)`` and writes
+    ∇_i U into ``g`` (3,).
+
+    u_i   = ½ Σ_{l≠i} a_il r/(1 + β_ee r) + Σ_A −Z_A r/(1 + β_en r)   (Σ_i u_i = U)
+    lap_i = ∇²_i U = Σ_{l≠i} 2 a_il/(r (1 + β_ee r)³) − Σ_A 2 Z_A/(r (1 + β_en r)³)
+    v_i   = ½ Σ_{l≠i} 1/r_il − Σ_A Z_A/r_iA                            (Σ_i v_i = V_ee + V_en)
+
+    (the e–e terms with ``jee``, the e–n terms with ``jen``; a_il of :func:`qmckit.systems.molecule._pair_a`)."""
+    N = R.shape[0]
+    x = R[i, 0]
+    y = R[i, 1]
+    z = R[i, 2]
+    u, lap, v, gx, gy, gz = electron_nuclei(x, y, z, atoms, jen, beta_en)
     for l in range(N):
         if l == i:
             continue
@@ -455,7 +463,6 @@ def cpu_pairs(R, n, atoms, jee, beta_ee, jen, beta_en, Ue, gU, lU, Ve):
     """Phase 4 on the CPU: the quantities of :func:`electron_pairs` for every electron, each e–e pair
     evaluated once (i < l) and shared between its two electrons. R (W, N, 3)."""
     W, N = R.shape[0], R.shape[1]
-    na = atoms.shape[0]
     for w in nb.prange(W):
         for i in range(N):
             Ue[w, i] = 0.0
@@ -468,27 +475,7 @@ def cpu_pairs(R, n, atoms, jee, beta_ee, jen, beta_en, Ue, gU, lU, Ve):
             x = R[w, i, 0]
             y = R[w, i, 1]
             z = R[w, i, 2]
-            u = 0.0
-            lap = 0.0
-            v = 0.0
-            gx = 0.0
-            gy = 0.0
-            gz = 0.0
-            for A in range(na):
-                dx = x - atoms[A, 0]
-                dy = y - atoms[A, 1]
-                dz = z - atoms[A, 2]
-                r = math.sqrt(dx * dx + dy * dy + dz * dz)
-                Z = atoms[A, 3]
-                v -= Z / r
-                if jen != 0:
-                    b = 1.0 / (1.0 + beta_en * r)
-                    u -= Z * r * b
-                    c = -Z * b * b / r
-                    gx += c * dx
-                    gy += c * dy
-                    gz += c * dz
-                    lap -= 2.0 * Z * b * b * b / r
+            u, lap, v, gx, gy, gz = electron_nuclei(x, y, z, atoms, jen, beta_en)
             for l in range(i + 1, N):
                 dx = x - R[w, l, 0]
                 dy = y - R[w, l, 1]
@@ -766,7 +753,7 @@ def _twin(dispatcher, namespace, device_kw):
 @functools.lru_cache(maxsize=None)
 def device_functions() -> dict:
     """CUDA device twins, compiled from the CPU functions' own source: ``eval_point`` (with its
-    ``_ipow``), ``_pair_a``, :func:`electron_pairs`, :func:`electron_terms`, :func:`walker_decide`,
+    ``_ipow``), ``_pair_a``, :func:`electron_nuclei`, :func:`electron_pairs`, :func:`electron_terms`, :func:`walker_decide`,
     :func:`electron_update` (these call the xoroshiro twins of :mod:`qmckit.backends.cuda_rng`)."""
     from . import cuda_rng
 
@@ -778,6 +765,7 @@ def device_functions() -> dict:
     pair_a = _twin(_mol._pair_a, mol_ns, kw)
     ns = dict(globals())
     ns.update({"uniform": cuda_rng.uniform, "normal_pair": cuda_rng.normal_pair, "eval_point": ev, "_pair_a": pair_a})
+    ns["electron_nuclei"] = _twin(electron_nuclei, ns, kw)
     twins = {name: _twin(globals()[name], ns, kw)
              for name in ("electron_pairs", "electron_terms", "walker_decide", "electron_update")}
     ns.update(twins)
