@@ -18,10 +18,15 @@ rewritten after every stage):
   sample    004's sample run (N = 1000, b = 3.07 Å, no tail, m = 4) on the GPU next to e.dat;
   seqopt    Eq. 12: t σ² vs the analysis period m with synchronous CPU analysis (N = 256, 264 chains, 1920
             macroupdates per m), against m_opt = √(2 m_c α);
+  variants  the earlier rint minimum image against compare-and-select (float32/64, N = 512 … 10240),
+            with the PTX opcode counts of each generation kernel;
   masking   load masking: N = 512, W chains on the GPU, fixed total macroupdates, CPU analysis
             (energies + g(r) of every chain, numba on all cores) every m macroupdates, synchronous
             and asynchronous (the kernel launch returns at once; the CPU analyses the previous
             writeout while the GPU generates the next), total time vs m; t_G and t_A measured alone;
+  masking_gpu_energy
+            004's Fig. 3 right panel: the GPU generates and computes energies, the CPU idles or
+            computes g(r) of the previous writeout, total time vs m;
   dmc       helium DMC on the host CPUs (qmckit.methods.dmc with the generic drift sweep): N = 64,
             time-step series, tail-corrected E/N.
 
@@ -82,12 +87,19 @@ def stage(name, budget, results, out_path, fn):
     out_path.write_text(json.dumps(results, indent=1, default=float))
 
 
-def measured_peak(cuda, single: bool) -> float:
-    """FLOP/s of a long dependent-free FMA loop (8 independent chains per thread), all SMs busy."""
+def measured_peak(cuda, single: bool) -> dict:
+    """FLOP/s of dependent-free FMA loops, all SMs busy, and the FMA opcodes in their PTX.
+
+    Two loops: 8 independent chains per thread sharing two coefficients (the earlier probe), and 8
+    chains with coefficients of their own and a 32-bit trip count (no register-bank pressure on
+    shared operands, no 64-bit loop arithmetic). The peak is the faster.
+    """
+    import numba
+
     dtype = np.float32 if single else np.float64
 
     @cuda.jit
-    def fma_loop(out, coef, n):
+    def fma_shared_coefficients(out, coef, n):
         # every operand comes from arrays of the working dtype: a float literal would promote a
         # float32 loop to float64
         t = cuda.grid(1)
@@ -112,19 +124,68 @@ def measured_peak(cuda, single: bool) -> float:
             a7 = a7 * b + c
         out[t] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
 
+    @cuda.jit
+    def fma_own_coefficients(out, coef, n):
+        t = cuda.grid(1)
+        b0 = coef[0]
+        c0 = coef[1]
+        b1 = b0 + c0
+        b2 = b1 + c0
+        b3 = b2 + c0
+        c1 = c0 * b0
+        c2 = c1 * b0
+        c3 = c2 * b0
+        a0 = out[t]
+        a1 = a0 + c1
+        a2 = a1 + c2
+        a3 = a2 + c3
+        a4 = a3 + c0
+        a5 = a4 + c1
+        a6 = a5 + c2
+        a7 = a6 + c3
+        for _ in range(numba.int32(n)):
+            a0 = a0 * b0 + c0
+            a1 = a1 * b1 + c1
+            a2 = a2 * b2 + c2
+            a3 = a3 * b3 + c3
+            a4 = a4 * b0 + c1
+            a5 = a5 * b1 + c2
+            a6 = a6 * b2 + c3
+            a7 = a7 * b3 + c0
+        out[t] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
     threads, blocks, n = 256, sms * 32, 4096
     out = cuda.to_device(np.ones(threads * blocks, dtype=dtype))
     coef = cuda.to_device(np.array([0.999, 1e-7], dtype=dtype))
-    fma_loop[blocks, threads](out, coef, 16)
-    cuda.synchronize()
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        fma_loop[blocks, threads](out, coef, n)
+    probes = {}
+    for name, kernel in (("shared_coefficients", fma_shared_coefficients), ("own_coefficients", fma_own_coefficients)):
+        kernel[blocks, threads](out, coef, 16)
         cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    return 2.0 * 8 * n * threads * blocks / min(times)
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            kernel[blocks, threads](out, coef, n)
+            cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        ptx = "\n".join(kernel.inspect_asm().values()) if hasattr(kernel, "inspect_asm") else ""
+        probes[name] = {"flops": 2.0 * 8 * n * threads * blocks / min(times),
+                        "ptx_fma_f32": ptx.count("fma.rn.f32"), "ptx_fma_f64": ptx.count("fma.rn.f64")}
+    return {"flops": max(p["flops"] for p in probes.values()), "probes": probes}
+
+
+def ptx_histogram(dispatcher) -> dict:
+    """Counts of the arithmetic and memory opcodes in a compiled kernel's PTX (all specialisations)."""
+    counts = {}
+    for ptx in dispatcher.inspect_asm().values():
+        for line in ptx.splitlines():
+            word = line.strip().split(" ")[0].split("\t")[0]
+            if not word or word.startswith(("//", ".", "{", "}", "$", "@")) or word.endswith(":"):
+                continue
+            counts[word] = counts.get(word, 0) + 1
+    keys = ("cvt.rni", "sqrt", "rsqrt", "rcp", "div", "fma", "mul", "add", "sub", "setp", "selp", "ld.shared",
+            "mad", "cvt")
+    return {k: sum(v for w, v in counts.items() if w.startswith(k)) for k in keys}
 
 
 def main(argv=None):
@@ -185,9 +246,10 @@ def main(argv=None):
         if args.sizes:
             sizes = tuple(int(x) for x in args.sizes.split(","))
         sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
-        peaks = {"float64": 1e9, "float32": 1e9} if smoke else \
-            {"float64": measured_peak(cuda, False), "float32": measured_peak(cuda, True)}
+        probes = {} if smoke else {"float64": measured_peak(cuda, False), "float32": measured_peak(cuda, True)}
+        peaks = {"float64": 1e9, "float32": 1e9} if smoke else {k: v["flops"] for k, v in probes.items()}
         results["measured_peak_flops"] = peaks
+        results["measured_peak_probes"] = probes
         log("measured peak FLOP/s", peaks)
         gpu_rows, cpu_rows = [], []
         for n in sizes:
@@ -393,6 +455,80 @@ def main(argv=None):
                               "t_A_s": t_a, "alpha": t_a / t_g, "rows": rows}
         log(f"  t_G = {t_g:.4g} s per macroupdate (all chains), t_A = {t_a:.4g} s, α = {t_a / t_g:.1f}")
 
+    def variants():
+        """The minimum image by rint (the earlier kernel) against compare-and-select: the same chains,
+        launches and sizes, and the PTX opcode counts of each generation kernel."""
+        sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
+        rows, ptx = [], {}
+        for single in (True, False):
+            dtype = np.float32 if single else np.float64
+            for min_image in ("rint", "select"):
+                for n in ((32,) if smoke else (512, 1952, 10240)):
+                    walkers = 2 if smoke else (32 * sms if n <= 1952 else 4 * sms)
+                    n_macro = 1 if smoke else max(1, int(2e9 / (2.0 * n * n * sms * 8)))
+                    r = helium4.time_generation(n, walkers, backend="cuda", n_macro=n_macro, repeats=1 if smoke else 3,
+                                                dtype=dtype, min_image=min_image)
+                    r["dtype"] = np.dtype(dtype).name
+                    rows.append(r)
+                    log(f"  {r['dtype']} {min_image} n={n} W={walkers}: {1e3 * r['s_per_macroupdate_per_chain']:.4f} "
+                        f"ms/macro/chain, {r['pair_evaluations_per_s']:.3e} pair/s")
+                if not smoke:
+                    ptx[f"{np.dtype(dtype).name}/{min_image}"] = ptx_histogram(hc.kernels(single, min_image)["generate_shared"])
+                    log(f"  PTX {np.dtype(dtype).name}/{min_image}: {ptx[f'{np.dtype(dtype).name}/{min_image}']}")
+        results["variants"] = {"rows": rows, "ptx_generate_shared": ptx}
+
+    def masking_gpu_energy():
+        """004's Fig. 3, right panel: the GPU generates and computes the energy of every writeout; the
+        CPU receives the configurations and does nothing (green) or computes g(r) (blue) while the GPU
+        goes on. Total time vs m at fixed total macroupdates; t_G, t_E and t_g(r) measured alone."""
+        n = 20 if smoke else 512
+        walkers = 2 if smoke else 8
+        total = 4 if smoke else 840
+        system = helium.Helium(n=n)
+        chains = helium4.make_chains(system, walkers, seed=4, backend="cuda", threads=32 if smoke else 128)
+        chains.generate(2)
+        chains.energies_from(chains.launch_energies())
+
+        def g_of_r(positions):
+            helium.pair_distribution(positions, system.box, bins=100)
+
+        g_of_r(chains.positions())
+        t0 = time.perf_counter()
+        chains.generate(10)
+        chains.synchronize()
+        t_g = (time.perf_counter() - t0) / 10
+        t0 = time.perf_counter()
+        for _ in range(5):
+            chains.energies_from(chains.launch_energies())
+        t_e = (time.perf_counter() - t0) / 5
+        conf = chains.positions()
+        t0 = time.perf_counter()
+        for _ in range(5):
+            g_of_r(conf)
+        t_r = (time.perf_counter() - t0) / 5
+        rows = []
+        for m in [m for m in range(1, total + 1) if total % m == 0]:
+            for cpu_work in ("none", "g(r)"):
+                t0 = time.perf_counter()
+                prev = None
+                for _ in range(total // m):
+                    chains.generate(m)
+                    raw = chains.launch_energies()
+                    if cpu_work == "g(r)" and prev is not None:
+                        g_of_r(prev)  # the previous writeout, while the GPU works on this one
+                    prev = chains.positions()  # waits for the generation and the energies
+                    chains.energies_from(raw)
+                if cpu_work == "g(r)":
+                    g_of_r(prev)
+                rows.append({"m": m, "cpu_work": cpu_work, "writeouts": total // m,
+                             "total_s": time.perf_counter() - t0})
+            log(f"  m={m}: GPU energy, CPU idle {rows[-2]['total_s']:.3f} s; CPU g(r) {rows[-1]['total_s']:.3f} s")
+            if budget.left() < 30 and not smoke:
+                break
+        results["masking_gpu_energy"] = {"n": n, "walkers": walkers, "total_macroupdates": total, "t_G_s": t_g,
+                                         "t_E_s": t_e, "t_gr_s": t_r, "alpha_gr": t_r / t_g, "rows": rows}
+        log(f"  t_G = {t_g:.4g} s per macroupdate, t_E = {t_e:.4g} s, t_g(r) = {t_r:.4g} s, α = {t_r / t_g:.1f}")
+
     def dmc():
         from qmckit.runs import RunConfig, make_run
 
@@ -418,8 +554,9 @@ def main(argv=None):
             results["dmc"] = rows
             out_path.write_text(json.dumps(results, indent=1, default=float))
 
-    for name, fn in (("twins", twins), ("speed", speed), ("error", error), ("sample", sample), ("bscan", bscan),
-                     ("seqopt", seqopt), ("masking", masking), ("dmc", dmc)):
+    for name, fn in (("variants", variants), ("twins", twins), ("speed", speed), ("error", error), ("sample", sample),
+                     ("bscan", bscan), ("seqopt", seqopt), ("masking", masking),
+                     ("masking_gpu_energy", masking_gpu_energy), ("dmc", dmc)):
         if name in stages:
             stage(name, budget, results, out_path, fn)
     results["total_s"] = budget.elapsed()

@@ -1,15 +1,16 @@
 #!/usr/bin/env python
 """Merge the recorded device runs of ``benchmarks/helium_gpu.py`` into ``data/helium4_recorded.json``
-(what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-22.md``.
+(what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
-Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cores, 2026-11-22):
-  helium_gpu_h100_final_2026-11-22.json     twins, speed, time-to-error (final kernel: float32 with fastmath)
-  helium_gpu_sample_h100_2026-11-22.json    sample run (float64; same generation kernel in float64)
+Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cores):
+  helium_gpu_h100v3_2026-11-23.json         twins, speed, time-to-error, minimum-image variants, FMA probes
+                                            (current kernel: float32 fastmath with compare-and-select images)
+  helium_gpu_h100v3masking_2026-11-23.json  load masking, both panels of 004's Fig. 3 (N = 512, 8 chains)
+  helium_gpu_sample_h100_2026-11-22.json    sample run (float64; the same pair terms, rint images)
   helium_sample_b3067_h100_2026-11-22.json  sample run at b = 3.067 Å (and 3.07 again), 4224 chains
-  helium_gpu_masking_h100_2026-11-22.json   load masking (N = 512, 8 chains; previous kernel version)
   helium_bscan_dmc_h100_2026-11-22.json     sample-run b scan (GPU) and DMC series (host CPUs)
   helium_dmc_dt004_h100host_2026-11-22.json DMC N = 64 at Δτ = 0.004 K⁻¹ (host CPUs)
-  helium_gpu_h100_seqopt_2026-11-22.json    Eq. 12: t σ² vs m with synchronous CPU analysis
+  helium_gpu_h100_seqopt_2026-11-22.json    Eq. 12: t σ² vs m with synchronous CPU analysis (previous kernel)
 
 Usage: python benchmarks/helium_report.py
 """
@@ -58,7 +59,7 @@ def fit_sequential_optimum(seq: dict) -> dict:
 
 def build() -> dict:
     main, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100_final_2026-11-22", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_masking_h100_2026-11-22",
+        "helium_gpu_h100v3_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
         "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
@@ -99,6 +100,17 @@ def build() -> dict:
     sync = np.array([r["total_s"] for r in rows if r["mode"] == "sync"])
     async_ = np.array([r["total_s"] for r in rows if r["mode"] == "async"])
     inv, thr = fit_a_plus_b_over_m(ms, sync), fit_masked_threshold(ms, async_)
+    right = masking["masking_gpu_energy"]
+    rows_r = right["rows"]
+    m_r = np.array([r["m"] for r in rows_r if r["cpu_work"] == "none"])
+    idle = np.array([r["total_s"] for r in rows_r if r["cpu_work"] == "none"])
+    g_r = np.array([r["total_s"] for r in rows_r if r["cpu_work"] == "g(r)"])
+    green = fit_a_plus_b_over_m(m_r, idle)
+    # g(r) of writeout k runs while the GPU generates and measures writeout k + 1: hidden once
+    # m t_G + t_E ≥ t_g(r)
+    masked_from = (right["t_gr_s"] - right["t_E_s"]) / right["t_G_s"]
+    variants = [{k: r[k] for k in ("n", "dtype", "min_image", "walkers", "s_per_macroupdate_per_chain",
+                                   "pair_evaluations_per_s")} for r in main["variants"]["rows"]]
     scan = [{"b": r["b"], "acceptance": r["acceptance"],
              **{k: [v["mean"], v["error"]] for k, v in r["estimates"].items()}} for r in scan_dmc["sample_b_scan"]]
     b_fit = {}
@@ -110,7 +122,7 @@ def build() -> dict:
         slope, intercept = np.polyfit(bs[near], values[near], 1)
         b_fit[key] = (target - intercept) / slope
     return {
-        "source": "benchmarks/helium_report.py from benchmarks/results/helium_*_2026-11-22.json",
+        "source": "benchmarks/helium_report.py from benchmarks/results/helium_*_2026-11-2[23].json",
         "device": main["device"]["name"], "host_cpu": main["cpu"], "date": main["date"],
         "measured_peak_flops": peaks, "nominal_peak_flops": NOMINAL_PEAK, "flop_per_pair_evaluation": 30,
         "twins": main["twins"], "speed": speed,
@@ -129,6 +141,12 @@ def build() -> dict:
         | {"m": ms.tolist(), "sync_s": sync.tolist(), "async_s": async_.tolist(),
            "sync_fit": {"a": inv.a, "a_err": inv.a_err, "b": inv.b, "b_err": inv.b_err},
            "async_threshold": {"m": thr.threshold, "low": thr.threshold_low, "high": thr.threshold_high}},
+        "masking_gpu_energy": {k: right[k] for k in ("n", "walkers", "total_macroupdates", "t_G_s", "t_E_s", "t_gr_s")}
+        | {"m": m_r.tolist(), "cpu_idle_s": idle.tolist(), "cpu_g_of_r_s": g_r.tolist(),
+           "idle_fit": {"a": green.a, "a_err": green.a_err, "b": green.b, "b_err": green.b_err},
+           "masked_from_m": masked_from},
+        "min_image_variants": variants, "ptx_generate_shared": main["variants"]["ptx_generate_shared"],
+        "fma_probes": main["measured_peak_probes"],
         "dmc": {"tail_corrected": True, "walkers": 512, "n": dmc},
         "sequential_optimum": seq,
     }
@@ -167,7 +185,8 @@ def markdown(d: dict) -> str:
                    f"{r['pair_evaluations_per_s']:.3e} | {100 * r['fraction_measured_peak']:.1f} | "
                    f"{100 * r['fraction_nominal_peak']:.1f} | – | – | – | – |")
     best_40960 = min((r for r in d["speed"] if r["n"] == 40960), key=lambda r: r["ms_per_macroupdate_per_chain"])
-    out += ["", "(CPU 16-thread figures at N ≤ 256 are per chain of 16 chains run together for a few hundred microupdates, "
+    out += ["", "(float64 rows were timed with compare-and-select images; rint, the float64 default now, is 6–10 % faster: "
+            "see the variants table below.)", "", "(CPU 16-thread figures at N ≤ 256 are per chain of 16 chains run together for a few hundred microupdates, "
             "where starting the thread pool costs more than the work.)", "",
             f"N = 40960: {best_40960['ms_per_macroupdate_per_chain']:.1f} ms per macroupdate per chain "
             f"({best_40960['dtype']}); study 004's K20: 418 ms ({418 / best_40960['ms_per_macroupdate_per_chain']:.0f}× faster). "
@@ -209,6 +228,29 @@ def markdown(d: dict) -> str:
             f"Eq. 14 predicts m_opt = α = {m['alpha']:.1f}.", "", "| m | sync (s) | async (s) |", "|---:|---:|---:|"]
     for mm, s, a in zip(m["m"], m["sync_s"], m["async_s"]):
         out.append(f"| {mm} | {s:.3f} | {a:.3f} |")
+    r = d["masking_gpu_energy"]
+    out += ["", "## 004's Fig. 3, right panel: energies on the GPU, g(r) on the CPU (N = 512, 8 chains, 840 macroupdates)", "",
+            f"Every writeout the GPU also runs the energy kernel (t_E = {1e3 * r['t_E_s']:.2f} ms for 8 chains); the CPU "
+            f"either idles (green) or computes g(r) of the previous writeout (blue, t_g(r) = {1e3 * r['t_gr_s']:.1f} ms on 16 "
+            f"threads) while the GPU works on the next. t_G = {1e3 * r['t_G_s']:.3f} ms per macroupdate. Green fits "
+            f"a + b/m with a = {r['idle_fit']['a']:.3f}({1e3 * r['idle_fit']['a_err']:.0f}) s (840 t_G = "
+            f"{840 * r['t_G_s']:.3f} s) and b = {r['idle_fit']['b']:.3f}({1e3 * r['idle_fit']['b_err']:.0f}) s (840 t_E = "
+            f"{840 * r['t_E_s']:.3f} s): the energy term falls as 1/m. g(r) is hidden once m t_G + t_E ≥ t_g(r), "
+            f"m ≥ {r['masked_from_m']:.1f}; 004: \"for m > 20 … completely masked\".", "",
+            "| m | GPU energy, CPU idle (s) | GPU energy, CPU g(r) (s) | excess |", "|---:|---:|---:|---:|"]
+    for mm, a, b in zip(r["m"], r["cpu_idle_s"], r["cpu_g_of_r_s"]):
+        out.append(f"| {mm} | {a:.3f} | {b:.3f} | {100 * (b - a) / a:+.1f} % |")
+    out += ["", "## Minimum image: rint against compare-and-select (same chains and launches)", "",
+            "| N | dtype | images | chains | ms per macroupdate per chain | pair eval/s |", "|---:|---|---|---:|---:|---:|"]
+    for v in d["min_image_variants"]:
+        out.append(f"| {v['n']} | {v['dtype']} | {v['min_image']} | {v['walkers']} | "
+                   f"{1e3 * v['s_per_macroupdate_per_chain']:.4g} | {v['pair_evaluations_per_s']:.3e} |")
+    probes = d["fma_probes"]
+    out += ["", "The kernels use compare-and-select in float32 and rint in float64 (the faster of each). FMA probes "
+            "(PTX checked: only fma.rn.f32 in the float32 loops): " + "; ".join(
+                f"{dtype} {name.replace('_', ' ')} {v['flops'] / 1e12:.1f} TFLOP/s" for dtype, pr in probes.items()
+                for name, v in pr["probes"].items()) + ". The float32 loops reach half the nominal 66.9 TFLOP/s, "
+            "as fast as float64, with or without shared operands and 64-bit loop counters."]
     q = d["sequential_optimum"]
     out += ["", f"## Eq. 12: synchronous analysis every m macroupdates (N = {q['n']}, {q['walkers']} chains on the GPU, "
             f"energies of every chain on 16 CPU threads, {q['total_macroupdates']} macroupdates per m)", "",
@@ -240,7 +282,7 @@ def main():
     data = build()
     (REPO / "data" / "helium4_recorded.json").write_text(json.dumps(data, indent=1, default=float))
     text = markdown(data)
-    (RESULTS / "helium_gpu_h100_2026-11-22.md").write_text(text)
+    (RESULTS / "helium_gpu_h100_2026-11-23.md").write_text(text)
     print(text)
 
 

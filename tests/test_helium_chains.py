@@ -96,9 +96,26 @@ def test_pair_change_sum_equals_log_psi_difference():
     p = system.kernel_params
     moved = R.copy()
     moved[5] += (0.3, -0.7, 0.45)
-    total = sum(hc._pair_change_cpu(*R[5], *moved[5], *R[i], *constants, 0.5, 1.0, 0.0) for i in range(len(R)) if i != 5)
+    total = sum(hc._pair_change_cpu(*R[5], *moved[5], *R[i], *constants, 0.5, 1.0) for i in range(len(R)) if i != 5)
     exact = helium.log_psi(moved, p) - helium.log_psi(R, p)
     assert abs(total - exact) < 1e-11 * max(1.0, abs(exact))
+
+
+def test_select_minimum_image_equals_rint_form_inside_the_box():
+    # the GPU's float32 kernel uses compare-and-select, its float64 kernel rint: the same image for
+    # every difference of two positions in [0, L) (both in float64 and in float32)
+    box = 14.3
+    rng = np.random.default_rng(3)
+    for dtype in (np.float64, np.float32):
+        a, b = (rng.uniform(0, box, 2000).astype(dtype) for _ in range(2))
+        L, half, inv = dtype(box), dtype(0.5 * box), dtype(1.0 / box)
+        d = a - b
+        select = np.array([hc._image(x, L, inv, half) for x in d])
+        rint = d - L * np.rint(d * inv)
+        # equal except exactly at |d| = L/2 (where the pair term is cut off anyway)
+        away = np.abs(np.abs(d) - half) > 1e-5
+        assert np.array_equal(select[away], rint[away])
+        assert np.all(np.abs(select) <= half * (1 + 1e-6))
 
 
 def test_cpu_chain_is_reproducible_and_stays_in_the_box():

@@ -5,7 +5,8 @@ and accepts with probability min(1, exp 2Σ_{i≠j}[u(|r_j + δ − r_i|) − u(
 pseudo-potential of :mod:`qmckit.systems.helium`; a *macroupdate* is N microupdates. Random numbers per
 microupdate, from the walker's own xoroshiro128+ stream (:mod:`qmckit.rng`), in this order: one
 uniform for j = ⌊uN⌋, two Box–Muller pairs for δ (the fourth normal is discarded) and one uniform for
-the decision. Positions stay wrapped into [0, L)³.
+the decision. Positions stay wrapped into [0, L)³, and a proposal is wrapped before its pair terms are
+summed.
 
 Only the pair sum is computed: no gradients, no energy (those are separate analysis kernels, as in
 004). The CPU kernel (:func:`generate_cpu`) runs walkers in parallel and releases the GIL, so a
@@ -62,11 +63,15 @@ def _cuda():
 # --------------------------------------------------------------------------------------------
 # the pair term, written once and compiled for the CPU and the GPU
 # --------------------------------------------------------------------------------------------
-def _nearest(x, magic):
-    """The nearest integer to x as a float, in x's own precision: (x + M) − M with M = 1.5·2^52
-    (float64) or 1.5·2^23 (float32) rounds to nearest for |x| < 2^51 (2^22). The CPU twin binds
-    np.rint instead (its fastmath would fold the two additions)."""
-    return (x + magic) - magic
+def _image(d, box, inv_box, half_box):
+    """The minimum image of a coordinate difference d with |d| < 3L/2, by compare and select.
+
+    Both positions are kept in [0, L), so |d| < L. No rounding instruction (a type conversion, issued
+    at a fraction of the FMA rate): see :func:`default_min_image` for when it pays. ``inv_box`` is
+    unused here; the ``rint`` form needs it.
+    """
+    d = d - box if d > half_box else d
+    return d + box if d < -half_box else d  # the CPU twin uses this form in float64 too (it vectorises)
 
 
 def _u_cut(r2, box, half2, b5, u_shift, half, one):
@@ -88,26 +93,18 @@ def _u_cut(r2, box, half2, b5, u_shift, half, one):
     return value if r2 < half2 else u_shift - u_shift
 
 
-def _pair_change(xo, yo, zo, xn, yn, zn, xi, yi, zi, box, inv_box, half2, b5, u_shift, half, one, magic):
-    """u(|r_new − r_i|) − u(|r_old − r_i|) with minimum images."""
-    dx = xo - xi
-    dy = yo - yi
-    dz = zo - zi
-    dx -= box * _nearest(dx * inv_box, magic)
-    dy -= box * _nearest(dy * inv_box, magic)
-    dz -= box * _nearest(dz * inv_box, magic)
+def _pair_change(xo, yo, zo, xn, yn, zn, xi, yi, zi, box, inv_box, half2, b5, u_shift, half, one):
+    """u(|r_new − r_i|) − u(|r_old − r_i|) with minimum images; every position inside [0, L)³."""
+    half_box = half * box
+    dx = _image(xo - xi, box, inv_box, half_box)
+    dy = _image(yo - yi, box, inv_box, half_box)
+    dz = _image(zo - zi, box, inv_box, half_box)
     old = _u_cut(dx * dx + dy * dy + dz * dz, box, half2, b5, u_shift, half, one)
-    dx = xn - xi
-    dy = yn - yi
-    dz = zn - zi
-    dx -= box * _nearest(dx * inv_box, magic)
-    dy -= box * _nearest(dy * inv_box, magic)
-    dz -= box * _nearest(dz * inv_box, magic)
+    dx = _image(xn - xi, box, inv_box, half_box)
+    dy = _image(yn - yi, box, inv_box, half_box)
+    dz = _image(zn - zi, box, inv_box, half_box)
     new = _u_cut(dx * dx + dy * dy + dz * dz, box, half2, b5, u_shift, half, one)
     return new - old
-
-
-MAGIC = {np.dtype(np.float64): 1.5 * 2.0 ** 52, np.dtype(np.float32): 1.5 * 2.0 ** 23}
 
 
 def _compiled(functions, decorate, **bound):
@@ -122,8 +119,15 @@ def _compiled(functions, decorate, **bound):
 
 
 # fastmath lets LLVM vectorise the pair loop; a zero distance never reaches _u_cut (j ≠ i is masked)
-_pair_change_cpu = _compiled((_u_cut, _pair_change), nb.njit(inline="always", fastmath=True),
-                             _nearest=nb.njit(inline="always")(lambda x, magic: np.rint(x)))["_pair_change"]
+_pair_change_cpu = _compiled((_image, _u_cut, _pair_change), nb.njit(inline="always", fastmath=True))["_pair_change"]
+
+
+def _wrap(x, box):
+    """x brought into [0, L) (a proposal is wrapped before its pair terms: :func:`_image` needs it)."""
+    return x - box * math.floor(x / box)
+
+
+_wrap_cpu = nb.njit(inline="always", fastmath=True)(_wrap)
 
 
 def chain_constants(box: float, b: float):
@@ -159,20 +163,20 @@ def generate_cpu(positions, states, box, inv_box, half2, b5, u_shift, n_macro, s
         for _ in range(n_macro * N):
             j, dx, dy, dz = _propose(states, w, N, sigma)
             xo, yo, zo = X[j], Y[j], Z[j]
-            xn = xo + dx
-            yn = yo + dy
-            zn = zo + dz
+            xn = _wrap_cpu(xo + dx, box)
+            yn = _wrap_cpu(yo + dy, box)
+            zn = _wrap_cpu(zo + dz, box)
             total = 0.0
             for i in range(N):
                 other = i != j  # branch-free: i = j gets a harmless dummy position and weight 0
                 total += (1.0 if other else 0.0) * _pair_change_cpu(
-                    xo, yo, zo, xn, yn, zn, X[i] if other else xo + 0.5 * box, Y[i], Z[i], box, inv_box, half2, b5, u_shift,
-                    0.5, 1.0, 0.0)
+                    xo, yo, zo, xn, yn, zn, X[i] if other else _wrap_cpu(xo + 0.5 * box, box), Y[i], Z[i], box, inv_box,
+                    half2, b5, u_shift, 0.5, 1.0)
             xi = _rng.uniform(states, w)
             if xi < math.exp(min(2.0 * total, 0.0)):
-                X[j] = xn - box * math.floor(xn / box)
-                Y[j] = yn - box * math.floor(yn / box)
-                Z[j] = zn - box * math.floor(zn / box)
+                X[j] = xn
+                Y[j] = yn
+                Z[j] = zn
                 n_acc += 1
         for i in range(N):
             positions[w, i, 0] = X[i]
@@ -241,9 +245,21 @@ def available() -> bool:
     return cuda_bec.available()
 
 
+def default_min_image(single: bool) -> str:
+    """The faster minimum image on an H100 (``benchmarks/results/helium_gpu_h100v3_2026-11-23.json``,
+    stage ``variants``): compare-and-select in float32 (3–5 % faster than rint), rint in float64
+    (6–10 % faster than compare-and-select)."""
+    return "select" if single else "rint"
+
+
 @functools.lru_cache(maxsize=None)
-def kernels(single: bool) -> dict:
-    """The GPU kernels for float32 (``single``) or float64 coordinates and sums."""
+def kernels(single: bool, min_image: str | None = None) -> dict:
+    """The GPU kernels for float32 (``single``) or float64 coordinates and sums.
+
+    ``min_image`` "select" (:func:`_image`) or "rint" (d − L·rint(d/L)); both give the same image
+    for |d| < L up to the cut-off at L/2, where the pair term vanishes. Default: :func:`default_min_image`.
+    """
+    min_image = default_min_image(single) if min_image is None else min_image
     import numba
 
     c = _cuda()
@@ -251,25 +267,27 @@ def kernels(single: bool) -> dict:
 
     kw = cuda_rng._DEVICE_KW
     # float32 is the fast, approximate option: fastmath gives approximate division and square root
-    # (2 ulp) and flushes denormals. The nearest-integer of the minimum image then must not be the
-    # (x + M) − M trick, which reassociation would fold to x: on a GPU it is libdevice's rint.
+    # (2 ulp) and flushes denormals.
     fast = single and not simulated()
+    generation_kw = dict(kw, fastmath=True) if fast else kw
     bound = {}
-    if not simulated():
+    if min_image == "rint" and not simulated():
         from numba.cuda import libdevice
 
         rint = libdevice.rintf if single else libdevice.rint
-        bound["_nearest"] = c.jit(**kw)(lambda x, magic: rint(x))
-    generation_kw = dict(kw, fastmath=True) if fast else kw
-    functions = (_u_cut, _pair_change) if bound else (_nearest, _u_cut, _pair_change)
+        bound["_image"] = c.jit(**kw)(lambda d, box, inv_box, half_box: d - box * rint(d * inv_box))
+    elif min_image not in ("select", "rint"):
+        raise ValueError(f"min_image must be select or rint, got {min_image!r}")
+    functions = (_u_cut, _pair_change) if bound else (_image, _u_cut, _pair_change)
     pair_change = _compiled(functions, c.jit(**generation_kw), **bound)["_pair_change"]
-    magic = MAGIC[np.dtype(np.float32 if single else np.float64)]
+    wrap = c.jit(**generation_kw)(_wrap)
     potential_ns = dict(vars(_helium))
     aziz = c.jit(**kw)(types.FunctionType(_helium.aziz_potential.py_func.__code__, potential_ns, "aziz_potential"))
     uniform = cuda_rng.uniform
     normal_pair = cuda_rng.normal_pair
     real = numba.float32 if single else numba.float64
     u64 = numba.uint64
+    i32 = numba.int32
     FULL = 0xFFFFFFFF
 
     @c.jit(**kw)
@@ -314,9 +332,10 @@ def kernels(single: bool) -> dict:
     def chain(X, Y, Z, st, box, inv_box, half2, b5, u_shift, n_micro, sigma, move, warp_sums, out,
               m_write, w):
         """The persistent loop of one walker; X, Y, Z are shared or global (N,) arrays."""
-        t = cuda.threadIdx.x
-        T = cuda.blockDim.x
-        N = X.shape[0]
+        # 32-bit indices: 64-bit index arithmetic costs extra instructions in the pair loop
+        t = i32(cuda.threadIdx.x)
+        T = i32(cuda.blockDim.x)
+        N = i32(X.shape[0])
         n_acc = 0
         if t == 0:  # the first proposal
             j = min(int(uniform(st, 0) * N), N - 1)
@@ -329,25 +348,25 @@ def kernels(single: bool) -> dict:
         cuda.syncthreads()
         write = 0
         for k in range(n_micro):
-            j = int(move[0])
+            j = i32(move[0])
             xo = X[j]
             yo = Y[j]
             zo = Z[j]
-            xn = xo + real(move[1])
-            yn = yo + real(move[2])
-            zn = zo + real(move[3])
+            xn = wrap(xo + real(move[1]), box)
+            yn = wrap(yo + real(move[2]), box)
+            zn = wrap(zo + real(move[3]), box)
             part = real(0.0)
             for i in range(t, N, T):
                 if i != j:
                     part += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, b5, u_shift,
-                                        real(0.5), real(1.0), real(magic))
+                                        real(0.5), real(1.0))
             total = block_sum(part, warp_sums)
             if t == 0:
                 xi = uniform(st, 0)
                 if xi < math.exp(min(2.0 * float(total), 0.0)):
-                    X[j] = xn - box * math.floor(xn / box)
-                    Y[j] = yn - box * math.floor(yn / box)
-                    Z[j] = zn - box * math.floor(zn / box)
+                    X[j] = xn
+                    Y[j] = yn
+                    Z[j] = zn
                     n_acc += 1
                 if k + 1 < n_micro:
                     j = min(int(uniform(st, 0) * N), N - 1)
@@ -524,20 +543,20 @@ class HeliumChains:
 
     positions (W, N, 3) in Å; states (W, 2) uint64 (one xoroshiro128+ stream per chain);
     sigma: Gaussian step per component (Å); dtype float64 or float32; memory "auto" | "shared" |
-    "global" (where the coordinates live during a launch).
+    "global" (where the coordinates live during a launch); min_image: see :func:`kernels`.
     """
 
     backend = "cuda"
 
     def __init__(self, system, positions, states, sigma: float, threads: int | None = None, dtype=np.float64,
-                 memory: str = "auto"):
+                 memory: str = "auto", min_image: str | None = None):
         c = _cuda()
         self.system = system
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.float64, np.float32):
             raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")
         W, N, _ = np.shape(positions)
-        if threads is None:  # the best block sizes measured on an H100 (benchmarks/results/helium_gpu_h100_2026-11-22.md)
+        if threads is None:  # the best block sizes measured on an H100 (benchmarks/results/helium_gpu_h100_2026-11-23.md)
             threads = 32 if N <= 1000 else 128 if N <= 2048 else 256 if N <= 8192 else 512
         if threads % 32 or not 32 <= threads <= 1024:
             raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
@@ -559,7 +578,7 @@ class HeliumChains:
         self.states = c.to_device(np.ascontiguousarray(np.asarray(states, dtype=np.uint64).T))
         self.accepted = c.to_device(np.zeros(W, dtype=np.int64))
         self.proposed = 0
-        self._k = kernels(self.dtype == np.float32)
+        self._k = kernels(self.dtype == np.float32, min_image)
         self._no_out = c.device_array((0, W, 3, N), dtype=self.dtype)
         self.n_walkers, self.n_atoms = W, N
         self._launchers = {}
@@ -597,13 +616,23 @@ class HeliumChains:
     def states_to_host(self) -> np.ndarray:
         return np.ascontiguousarray(self.states.copy_to_host().T)
 
-    def energies(self) -> np.ndarray:
-        """(W, 4) whole-walker E_L, V, T_lap, T_grad in K, computed on the GPU (float64 sums)."""
+    def launch_energies(self, stream=0):
+        """Start the energy kernel on the current configurations (asynchronous on a real GPU); returns
+        the (W, 3) device array of Σ V, Σ ∇² ln ψ, Σ |∇ ln ψ|² for :meth:`energies_from`."""
         c = _cuda()
         p = self.system.params
-        raw = c.device_array((self.n_walkers, 3), dtype=np.float64)
-        self._k["energies"][self.n_walkers, self.threads](self.coords, self.system.box, p.b ** 5,
-                                                          p.potential != "none", raw)
+        raw = c.device_array((self.n_walkers, 3), dtype=np.float64, stream=stream)
+        self._k["energies"][self.n_walkers, self.threads, stream](self.coords, self.system.box, p.b ** 5,
+                                                                  p.potential != "none", raw)
+        return raw
+
+    def energies(self) -> np.ndarray:
+        """(W, 4) whole-walker E_L, V, T_lap, T_grad in K, computed on the GPU (float64 sums)."""
+        return self.energies_from(self.launch_energies())
+
+    def energies_from(self, raw) -> np.ndarray:
+        """(W, 4) E_L, V, T_lap, T_grad in K from :meth:`launch_energies`' array (waits for it)."""
+        p = self.system.params
         v, lap, grad2 = raw.copy_to_host().T
         v = v + self.system.tail * p.n
         t_lap = -0.25 * p.hbar2_over_m * lap
