@@ -88,44 +88,20 @@ def stage(name, budget, results, out_path, fn):
 
 
 def measured_peak(cuda, single: bool) -> dict:
-    """FLOP/s of dependent-free FMA loops, all SMs busy, and the FMA opcodes in their PTX.
+    """FLOP/s of a dependent-free FMA loop, all SMs busy, and the FMA opcodes in its PTX.
 
-    Two loops: 8 independent chains per thread sharing two coefficients (the earlier probe), and 8
-    chains with coefficients of their own and a 32-bit trip count (no register-bank pressure on
-    shared operands, no 64-bit loop arithmetic). The peak is the faster.
+    8 independent chains per thread with coefficients of their own and a 32-bit trip count. (The
+    2026-11-22 probe shared two coefficients between the chains and counted in 64 bits; both probes
+    ran in helium_gpu_h100v3_2026-11-23.json and agree to 2 % in float32.)
     """
     import numba
 
     dtype = np.float32 if single else np.float64
 
     @cuda.jit
-    def fma_shared_coefficients(out, coef, n):
+    def fma_loop(out, coef, n):
         # every operand comes from arrays of the working dtype: a float literal would promote a
         # float32 loop to float64
-        t = cuda.grid(1)
-        b = coef[0]
-        c = coef[1]
-        a0 = out[t]
-        a1 = a0 + c
-        a2 = a1 + c
-        a3 = a2 + c
-        a4 = a3 + c
-        a5 = a4 + c
-        a6 = a5 + c
-        a7 = a6 + c
-        for _ in range(n):
-            a0 = a0 * b + c
-            a1 = a1 * b + c
-            a2 = a2 * b + c
-            a3 = a3 * b + c
-            a4 = a4 * b + c
-            a5 = a5 * b + c
-            a6 = a6 * b + c
-            a7 = a7 * b + c
-        out[t] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
-
-    @cuda.jit
-    def fma_own_coefficients(out, coef, n):
         t = cuda.grid(1)
         b0 = coef[0]
         c0 = coef[1]
@@ -158,20 +134,18 @@ def measured_peak(cuda, single: bool) -> dict:
     threads, blocks, n = 256, sms * 32, 4096
     out = cuda.to_device(np.ones(threads * blocks, dtype=dtype))
     coef = cuda.to_device(np.array([0.999, 1e-7], dtype=dtype))
-    probes = {}
-    for name, kernel in (("shared_coefficients", fma_shared_coefficients), ("own_coefficients", fma_own_coefficients)):
-        kernel[blocks, threads](out, coef, 16)
+    fma_loop[blocks, threads](out, coef, 16)
+    cuda.synchronize()
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        fma_loop[blocks, threads](out, coef, n)
         cuda.synchronize()
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            kernel[blocks, threads](out, coef, n)
-            cuda.synchronize()
-            times.append(time.perf_counter() - t0)
-        ptx = "\n".join(kernel.inspect_asm().values()) if hasattr(kernel, "inspect_asm") else ""
-        probes[name] = {"flops": 2.0 * 8 * n * threads * blocks / min(times),
-                        "ptx_fma_f32": ptx.count("fma.rn.f32"), "ptx_fma_f64": ptx.count("fma.rn.f64")}
-    return {"flops": max(p["flops"] for p in probes.values()), "probes": probes}
+        times.append(time.perf_counter() - t0)
+    ptx = "\n".join(fma_loop.inspect_asm().values())
+    probe = {"flops": 2.0 * 8 * n * threads * blocks / min(times), "ptx_fma_f32": ptx.count("fma.rn.f32"),
+             "ptx_fma_f64": ptx.count("fma.rn.f64")}
+    return {"flops": probe["flops"], "probes": {"own_coefficients": probe}}
 
 
 def ptx_histogram(dispatcher) -> dict:
@@ -398,14 +372,25 @@ def main(argv=None):
         log(f"  α = {alpha:.1f}, m_c = {m_c:.2f}: Eq. 12 m_opt = {math.sqrt(2 * m_c * alpha):.2f}; "
             f"measured best m = {best['m']}")
 
-    def masking():
-        n = 20 if smoke else 512
-        walkers = 2 if smoke else 8
-        total = 4 if smoke else 840
+    def seconds(fn, repeats=1):
+        """Mean wall time of ``fn()`` over ``repeats`` calls."""
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        return (time.perf_counter() - t0) / repeats
+
+    def masking_chains():
+        """004's Fig. 3 set-up, (N, chains, total macroupdates, system, chains): N = 512 atoms, 8 chains on
+        the GPU, warmed up."""
+        n, walkers, total = (20, 2, 4) if smoke else (512, 8, 840)
         system = helium.Helium(n=n)
         chains = helium4.make_chains(system, walkers, seed=4, backend="cuda", threads=32 if smoke else 128)
         chains.generate(2)
         chains.synchronize()
+        return n, walkers, total, system, chains
+
+    def masking():
+        n, walkers, total, system, chains = masking_chains()
 
         def analyse(positions):
             system.measure(positions)
@@ -413,15 +398,9 @@ def main(argv=None):
 
         analyse(chains.positions())
         # t_G and t_A alone
-        t0 = time.perf_counter()
-        chains.generate(10)
-        chains.synchronize()
-        t_g = (time.perf_counter() - t0) / 10
+        t_g = seconds(lambda: (chains.generate(10), chains.synchronize())) / 10
         conf = chains.positions()
-        t0 = time.perf_counter()
-        for _ in range(5):
-            analyse(conf)
-        t_a = (time.perf_counter() - t0) / 5
+        t_a = seconds(lambda: analyse(conf), 5)
         rows = []
         divisors = [m for m in range(1, total + 1) if total % m == 0]
         for m in divisors:
@@ -481,31 +460,17 @@ def main(argv=None):
         """004's Fig. 3, right panel: the GPU generates and computes the energy of every writeout; the
         CPU receives the configurations and does nothing (green) or computes g(r) (blue) while the GPU
         goes on. Total time vs m at fixed total macroupdates; t_G, t_E and t_g(r) measured alone."""
-        n = 20 if smoke else 512
-        walkers = 2 if smoke else 8
-        total = 4 if smoke else 840
-        system = helium.Helium(n=n)
-        chains = helium4.make_chains(system, walkers, seed=4, backend="cuda", threads=32 if smoke else 128)
-        chains.generate(2)
+        n, walkers, total, system, chains = masking_chains()
         chains.energies_from(chains.launch_energies())
 
         def g_of_r(positions):
             helium.pair_distribution(positions, system.box, bins=100)
 
         g_of_r(chains.positions())
-        t0 = time.perf_counter()
-        chains.generate(10)
-        chains.synchronize()
-        t_g = (time.perf_counter() - t0) / 10
-        t0 = time.perf_counter()
-        for _ in range(5):
-            chains.energies_from(chains.launch_energies())
-        t_e = (time.perf_counter() - t0) / 5
+        t_g = seconds(lambda: (chains.generate(10), chains.synchronize())) / 10
+        t_e = seconds(lambda: chains.energies_from(chains.launch_energies()), 5)
         conf = chains.positions()
-        t0 = time.perf_counter()
-        for _ in range(5):
-            g_of_r(conf)
-        t_r = (time.perf_counter() - t0) / 5
+        t_r = seconds(lambda: g_of_r(conf), 5)
         rows = []
         for m in [m for m in range(1, total + 1) if total % m == 0]:
             for cpu_work in ("none", "g(r)"):
