@@ -4,7 +4,8 @@
 Workload (Table 6.1): tilted clusters L = 5, 9, 15 (N_s = L² + 1), hole doping x = 0.1 (N_e = 24, 74, 204),
 t = 1, J = 0.3, Δ = 1.5, μ = 0; 32 Markov chains, 5000 equilibration + 5000 accumulation sweeps of N_e
 proposals each, one local-energy measurement after every accumulation sweep; A⁻¹ rebuilt from scratch
-every ``--refresh-every`` sweeps (default 1, the qmckit default; the thesis never rebuilt).
+every ``--refresh-every`` sweeps and after each launch (default 100, the qmckit default since 2026-11-23;
+the 2026-11-22 records rebuilt every sweep; the thesis never rebuilt).
 
 Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON is rewritten after each):
 
@@ -61,7 +62,7 @@ if str(REPO) not in sys.path:
 import numba  # noqa: E402
 
 from qmckit.backends import lattice_cuda as lc  # noqa: E402
-from qmckit.backends.lattice_chains import (HOPS_ACCEPTED, HOPS_PROPOSED, REBUILDS, SWAPS_ACCEPTED,  # noqa: E402
+from qmckit.backends.lattice_chains import (HOPS_ACCEPTED, HOPS_PROPOSED, REBUILDS, REFRESH_EVERY, SWAPS_ACCEPTED,  # noqa: E402
                                             SWAPS_PROPOSED, CpuChains)
 from qmckit.rng import seed_states  # noqa: E402
 from qmckit.systems.lattice_rvb import LatticeRVB  # noqa: E402
@@ -578,7 +579,7 @@ def main(argv=None):
     ap.add_argument("--scan-scale", type=float, default=0.1, help="GPU chain-count scan sweeps fraction")
     ap.add_argument("--layout-scale", type=float, default=0.05, help="GPU T_P × bfactor scan sweeps fraction")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--refresh-every", type=int, default=1)
+    ap.add_argument("--refresh-every", type=int, default=REFRESH_EVERY)
     ap.add_argument("--stages", default="twin,gpu,cpu1,cpuall,norefresh,layout,chains")
     ap.add_argument("--algorithm", choices=("thesis", "tracked", "both"), default="both",
                     help="chain algorithm(s) of the twin and gpu stages (the others run the thesis algorithm)")

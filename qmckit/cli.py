@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     lattice.add_argument("--moves", dest="moves_per_sweep", type=_positive_int, default=None,
                          help="proposals per sweep (default N_e)")
     lattice.add_argument("--refresh", dest="refresh_every", type=_positive_int, default=None,
-                         help="sweeps between rebuilds of A⁻¹ from scratch (default 1)")
+                         help="sweeps between rebuilds of A⁻¹ from scratch (default 100, and one after every block)")
     lattice.add_argument("--block", type=_positive_int, default=None, help="sweeps per block / checkpoint")
     lattice.add_argument("--seed", type=int, default=None, help="random seed, ≥ 0 (default 0)")
     lattice.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default cpu)")

@@ -16,8 +16,9 @@ measured sweep.
 
 An accepted swap is two Sherman–Morrison steps through the doubly-occupied intermediate; the step
 with the larger first ratio goes first, and if both first ratios are below 1e-8 (a singular
-intermediate) A⁻¹ is rebuilt instead. Every ``refresh_every`` sweeps A⁻¹ is rebuilt from scratch
-and the largest deviation of the incremental inverse from it (relative to max |A⁻¹|) is recorded.
+intermediate) A⁻¹ is rebuilt instead. Every ``refresh_every`` sweeps of a call, and after its last
+sweep, A⁻¹ is rebuilt from scratch and the largest deviation of the incremental inverse from it
+(relative to max |A⁻¹|) is recorded.
 
 ``algorithm="tracked"`` (:func:`run_chains_tracked`) keeps the hop ratios F = Φ(sites, R↓) A⁻¹ and
 G = A⁻¹ Φ(R↑, sites) up to date between moves (rank-1 updates on acceptance, formulas in
@@ -42,6 +43,11 @@ from ..systems.lattice_rvb import (UP, hop_ratios, local_energy, local_energy_gi
                                    tracked_update_down, tracked_update_up, two_electron_ratio, update_down, update_up)
 
 SINGULAR_RATIO = 1e-8
+# Sweeps between rebuilds of A⁻¹ by default. A rebuild costs about one sweep (L = 15 on an H100:
+# 0.60 ms against 0.87 ms), so rebuilding every sweep took 35 % of the Table 6.2 run; the deviation it
+# removes stays at round-off over a whole 10⁴-sweep run without any rebuild (energies equal to 3e-15,
+# benchmarks/results/lattice_chains_h100_2026-11-22.md), and every call still ends with one.
+REFRESH_EVERY = 100
 # counters per chain
 HOPS_PROPOSED, HOPS_ACCEPTED, SWAPS_PROPOSED, SWAPS_ACCEPTED, REBUILDS = range(5)
 N_COUNTERS = 5
@@ -151,7 +157,7 @@ def run_chains(pair, neighbours, hopping, bonds, J, projected, n_pairs, up_site,
             for _ in range(moves_per_sweep):
                 move(pair, projected, n_pairs, up_site[w], dn_site[w], up_at[w], dn_at[w], ainv[w], states, w,
                      work, counts[w])
-            if refresh_every > 0 and (s + 1) % refresh_every == 0:
+            if refresh_every > 0 and ((s + 1) % refresh_every == 0 or s + 1 == n_sweeps):
                 drift[w] = max(drift[w], rebuild_inverse(pair, up_site[w], dn_site[w], ainv[w]))
             if measure:
                 kinetic, exchange, double = local_energy(pair, neighbours, hopping, bonds, J, projected, n_pairs,
@@ -275,7 +281,7 @@ def run_chains_tracked(pair, neighbours, hopping, bonds, J, projected, n_pairs, 
             for _ in range(moves_per_sweep):
                 move_tracked(pair, projected, n_pairs, up_site[w], dn_site[w], up_at[w], dn_at[w], ainv[w], F, G,
                              states, w, v1, v2, v3, v4, counts[w])
-            if refresh_every > 0 and (s + 1) % refresh_every == 0:
+            if refresh_every > 0 and ((s + 1) % refresh_every == 0 or s + 1 == n_sweeps):
                 drift[w] = max(drift[w], rebuild_inverse(pair, up_site[w], dn_site[w], ainv[w]))
                 hop_ratios(pair, up_site[w], dn_site[w], ainv[w], F2, G2)
                 drift_fg[w] = max(drift_fg[w], _relative_deviation(F, F2), _relative_deviation(G, G2))
@@ -305,7 +311,7 @@ class CpuChains:
     backend = "cpu"
 
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
-                 refresh_every: int = 1, algorithm: str = "thesis"):
+                 refresh_every: int = REFRESH_EVERY, algorithm: str = "thesis"):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
         self.algorithm = algorithm

@@ -5,7 +5,7 @@ random numbers from each chain's xoroshiro128+ stream (:mod:`qmckit.rng`, compil
 :mod:`qmckit.backends.cuda_rng`) in the same order (a uniform for the electron, uniforms for the target
 site until it has no electron of the same spin, one uniform for the decision, drawn even when R² ≥ 1),
 the same swap rule (the Sherman–Morrison step with the larger first ratio goes first; both below 1e-8:
-rebuild A⁻¹ instead), the same periodic rebuild (every ``refresh_every`` sweeps of a call, recording
+rebuild A⁻¹ instead), the same periodic rebuild (every ``refresh_every`` sweeps of a call and after its last sweep, recording
 max |A⁻¹_old − A⁻¹_new| / max |A⁻¹_new|), the same counters and the same measurement after every
 measured sweep. Same start state and streams therefore give the CPU's chain: identical decisions,
 configurations and streams, A⁻¹ and energies to round-off (block reductions and FMA contraction
@@ -92,7 +92,7 @@ import os
 
 import numpy as np
 
-from .lattice_chains import N_COUNTERS, SINGULAR_RATIO
+from .lattice_chains import N_COUNTERS, REFRESH_EVERY, SINGULAR_RATIO
 
 cuda = None  # numba.cuda, imported on first use
 
@@ -223,16 +223,21 @@ def kernels(max_registers: int = 255) -> dict:
             red[off + 32 + warp] = b
             red[off + 64 + warp] = d
         cuda.syncthreads()
+        # the warp totals summed by every warp at once, lane q holding warp q's: a butterfly, whose
+        # additions are commutative pairs, so that every lane of every warp ends with the same bits
         sa = 0.0
         sb = 0.0
         sd = 0.0
-        nw = cuda.blockDim.x >> 5
-        q = 0
-        while q < nw:
-            sa += red[off + q]
-            sb += red[off + 32 + q]
-            sd += red[off + 64 + q]
-            q += 1
+        if lane < (cuda.blockDim.x >> 5):
+            sa = red[off + lane]
+            sb = red[off + 32 + lane]
+            sd = red[off + 64 + lane]
+        o = 16
+        while o > 0:
+            sa += cuda.shfl_xor_sync(FULL, sa, o)
+            sb += cuda.shfl_xor_sync(FULL, sb, o)
+            sd += cuda.shfl_xor_sync(FULL, sd, o)
+            o >>= 1
         if trailing:
             cuda.syncthreads()
         return sa, sb, sd
@@ -917,15 +922,19 @@ def kernels(max_registers: int = 255) -> dict:
                     a = up_site[k]
                     b = dn_site[l]
                     alk = A[l * M + k]  # read before the barrier: after it, an accepted swap rewrites A⁻¹
+                    phi_ba = pair[b, a]  # global loads issued early, so that their latency overlaps the sums
+                    phi_aa = pairT[a, a]
                     i = t
                     while i < M:
-                        pv[i] = pair[b, dn_site[i]]
-                        qv[i] = pairT[a, up_site[i]]
+                        down_value = pair[b, dn_site[i]]  # both loads in flight before either store
+                        up_value = pairT[a, up_site[i]]
+                        pv[i] = down_value
+                        qv[i] = up_value
                         i += T
                     cuda.syncthreads()
                     pk, pd, ps = swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, csub, cper, TP)
                     fk, sd, s2 = block_sum3(pk, pd, ps, red, off, False)
-                    ratio = alk * pair[b, a] + fk * (sd - alk * pairT[a, a]) - alk * s2
+                    ratio = alk * phi_ba + fk * (sd - alk * phi_aa) - alk * s2
                     first_up = fk
                     first_down = sd
                 else:
@@ -1007,7 +1016,7 @@ def kernels(max_registers: int = 255) -> dict:
                         dn_site[label] = target
                         cnt[1] += 1.0
                     apply_down(A, M, label, ratio, vec, cpy, trow, rsub, rper, BF)
-            if refresh_every > 0 and (sweep + 1) % refresh_every == 0:
+            if refresh_every > 0 and ((sweep + 1) % refresh_every == 0 or sweep + 1 == n_sweeps):
                 d = rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
                 dmax = max(dmax, d)
             if measure:
@@ -1489,7 +1498,7 @@ def kernels(max_registers: int = 255) -> dict:
                         dn_site[label] = target
                         cnt[1] += 1.0
                     down_apply(A, M, NS, F, G, label, target, fv, xv, sv1, sv2)
-            if refresh_every > 0 and (sweep + 1) % refresh_every == 0:
+            if refresh_every > 0 and ((sweep + 1) % refresh_every == 0 or sweep + 1 == n_sweeps):
                 cuda.syncthreads()  # warps may still be reading A⁻¹ for the sweep's last proposals
                 d = rebuild(A, M, pair, up_site, dn_site, old, tmp, fv, xv, tile, perm, sigma, red, redi)
                 dmax = max(dmax, d)
@@ -1573,7 +1582,7 @@ class CudaChains:
     backend = "cuda"
 
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
-                 refresh_every: int = 1, threads_per_column: int = 4, bfactor: int = 8,
+                 refresh_every: int = REFRESH_EVERY, threads_per_column: int = 4, bfactor: int = 8,
                  max_registers: int | None = None, algorithm: str = "thesis"):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")

@@ -36,7 +36,8 @@ class LatticeRunConfig:
     steps            measured sweeps per chain (one energy per sweep)
     equilibration    sweeps before measuring (default max(50, steps // 5))
     moves_per_sweep  proposals per sweep (default N_e)
-    refresh_every    sweeps between rebuilds of A⁻¹ from scratch (default 1)
+    refresh_every    sweeps between rebuilds of A⁻¹ from scratch, and one at the end of every block
+                     (default 100)
     block            sweeps per block / checkpoint (default steps / 20)
     """
 
@@ -45,7 +46,7 @@ class LatticeRunConfig:
     steps: int = 1000
     equilibration: int | None = None
     moves_per_sweep: int | None = None
-    refresh_every: int = 1
+    refresh_every: int = chains_mod.REFRESH_EVERY
     block: int | None = None
     seed: int = 0
     backend: str = "cpu"
