@@ -152,26 +152,12 @@ def reduction_ints(threads: int) -> int:
 TILE = 16  # columns of a measurement tile (Φ rows gathered into shared memory)
 
 
-BATCH = 8  # proposals evaluated together against one A⁻¹ (their staged vectors share the tile: 2·BATCH ≤ TILE)
-assert 2 * BATCH <= TILE
-
-
-def batch_doubles(size: int) -> int:
-    """Shared float64 slots of a proposal batch: the partial sums (three per proposal and matrix column:
-    a block has at least T_P·M threads, so each column, and each element of a hop's dot product, has
-    one thread), the three totals, A⁻¹[l, k], φ(b, a), φ(a, a) and the decision uniform per proposal."""
-    return 3 * BATCH * size + 7 * BATCH
-
-
-BATCH_INTS = 8  # label, spin, target, is_swap, k, l, a, b per proposal (shared int32)
-
-
 def shared_bytes(size: int, n_sites: int, threads: int) -> int:
-    """Dynamic shared memory of one block: A⁻¹ (M²), four vectors (M), a measurement tile (16·M, also the
-    staged vectors of a proposal batch), the reduction slots (those of the batched sums too) and the
-    counters (float64), then the site lists, occupations, pivots, permutation and argmax indices (int32)."""
-    doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + batch_doubles(size) + N_COUNTERS
-    ints = 4 * size + 2 * n_sites + reduction_ints(threads) + BATCH * BATCH_INTS
+    """Dynamic shared memory of one block: A⁻¹ (M²), four vectors (M), a measurement tile (16·M), the
+    reduction slots and the counters (float64), then the site lists, occupations, pivots, permutation
+    and argmax indices (int32)."""
+    doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + N_COUNTERS
+    ints = 4 * size + 2 * n_sites + reduction_ints(threads)
     return 8 * doubles + 4 * ints
 
 
@@ -824,221 +810,6 @@ def kernels(max_registers: int = 255) -> dict:
         return block_energy_given(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site,
                                   up_at, dn_at, F, G, tile, red)
 
-    # --- proposals, one at a time and in batches ----------------------------------------------------
-    NB = BATCH
-
-    @dev
-    def draw_proposal(st, up_site, dn_site, up_at, dn_at, n2, NS, projected):
-        """One proposal of lattice_chains.propose (and the swap test of move), from the chain's stream:
-        (label, spin, target, is_swap, k, l, a, b)."""
-        e = min(int(uniform(st, 0) * n2), n2 - 1)
-        label = e >> 1
-        spin = e & 1
-        target = 0
-        while True:
-            target = min(int(uniform(st, 0) * NS), NS - 1)
-            occ = up_at[target] if spin == 1 else dn_at[target]
-            if occ < 0:
-                break
-        other = dn_at[target] if spin == 1 else up_at[target]
-        is_swap = projected and other >= 0
-        k = 0
-        l = 0
-        a = 0
-        b = 0
-        if is_swap:
-            k = label if spin == 1 else up_at[target]
-            l = other if spin == 1 else label
-            a = up_site[k]
-            b = dn_site[l]
-        return label, spin, target, is_swap, k, l, a, b
-
-    @dev
-    def proposal_ratio(A, M, pair, pairT, up_site, dn_site, pv, qv, vec, cpy, red, off, label, spin, target,
-                       is_swap, k, l, a, b, tcol, csub, cper, TP):
-        """(ratio, first up ratio, first down ratio) of one proposal; leaves pv (and for a swap qv, vec,
-        cpy) staged for its update (ratio_swap, ratio_up, ratio_down)."""
-        t = cuda.threadIdx.x
-        T = cuda.blockDim.x
-        first_up = 0.0
-        first_down = 0.0
-        if is_swap:  # ratio_swap, and the first ratios of both update orders
-            alk = A[l * M + k]  # read before the barrier: after it, an accepted swap rewrites A⁻¹
-            phi_ba = pair[b, a]  # global loads issued early, so that their latency overlaps the sums
-            phi_aa = pairT[a, a]
-            i = t
-            while i < M:
-                down_value = pair[b, dn_site[i]]  # both loads in flight before either store
-                up_value = pairT[a, up_site[i]]
-                pv[i] = down_value
-                qv[i] = up_value
-                i += T
-            cuda.syncthreads()
-            pk, pd, ps = swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, csub, cper, TP)
-            fk, sd, s2 = block_sum3(pk, pd, ps, red, off, False)
-            ratio = alk * phi_ba + fk * (sd - alk * phi_aa) - alk * s2
-            first_up = fk
-            first_down = sd
-        else:
-            p = 0.0
-            i = t
-            if spin == 1:  # ratio_up (pv kept for the update)
-                while i < M:
-                    v = pair[target, dn_site[i]]
-                    pv[i] = v
-                    p += v * A[i * M + label]
-                    i += T
-            else:  # ratio_down
-                while i < M:
-                    v = pairT[target, up_site[i]]
-                    pv[i] = v
-                    p += A[label * M + i] * v
-                    i += T
-            ratio, _, _ = block_sum3(p, 0.0, 0.0, red, off, False)
-        return ratio, first_up, first_down
-
-    @dev
-    def batch_ratios(A, M, pair, pairT, up_site, dn_site, PV, QV, part, total, scalars, red, nb, bint, tcol, csub,
-                     cper, TP):
-        """The ratios of proposals s < nb (bint[8s:8s+8] = label, spin, target, is_swap, k, l, a, b, visible
-        to every thread) against the current A⁻¹, into total[3s]: every A⁻¹ element is read once for all
-        swaps of the batch, and one grouped reduction serves all sums. PV, QV (BATCH·M) take the staged
-        vectors, part (3·BATCH·M) the partial sums."""
-        t = cuda.threadIdx.x
-        T = cuda.blockDim.x
-        if t < nb and bint[8 * t + 3] == 1:  # one thread per swap: the three numbers its ratio adds
-            q = 8 * t
-            a = bint[q + 6]
-            b = bint[q + 7]
-            scalars[3 * t] = A[bint[q + 5] * M + bint[q + 4]]
-            scalars[3 * t + 1] = pair[b, a]
-            scalars[3 * t + 2] = pairT[a, a]
-        i = t
-        while i < M:  # all loads of one i for every proposal issued together
-            dn = dn_site[i]
-            up = up_site[i]
-            for s in range(NB):
-                if s < nb:
-                    q = 8 * s
-                    if bint[q + 3] == 1:
-                        down_value = pair[bint[q + 7], dn]
-                        up_value = pairT[bint[q + 6], up]
-                        PV[s * M + i] = down_value
-                        QV[s * M + i] = up_value
-                    elif bint[q + 1] == 1:
-                        PV[s * M + i] = pair[bint[q + 2], dn]
-                    else:
-                        PV[s * M + i] = pairT[bint[q + 2], up]
-            i += T
-        cuda.syncthreads()
-        x = cuda.local.array(NB, f64)
-        y = cuda.local.array(NB, f64)
-        z = cuda.local.array(NB, f64)
-        f = cuda.local.array(NB, f64)
-        any_swap = False
-        for s in range(NB):
-            x[s] = 0.0
-            y[s] = 0.0
-            z[s] = 0.0
-            if s < nb:
-                q = 8 * s
-                if bint[q + 3] == 1:
-                    any_swap = True
-                else:  # a hop: one dot product with a column (up) or row (down) of A⁻¹
-                    label = bint[q]
-                    p = 0.0
-                    i = t
-                    if bint[q + 1] == 1:
-                        while i < M:
-                            p += PV[s * M + i] * A[i * M + label]
-                            i += T
-                    else:
-                        while i < M:
-                            p += A[label * M + i] * PV[s * M + i]
-                            i += T
-                    x[s] = p
-        if any_swap:  # the same in every thread
-            col = tcol
-            while col - tcol < M:
-                for s in range(NB):
-                    f[s] = 0.0
-                if col < M:
-                    l = csub
-                    e = csub * M + col
-                    step = TP * M
-                    while l < M:
-                        av = A[e]
-                        for s in range(NB):
-                            f[s] += PV[s * M + l] * av
-                        l += TP
-                        e += step
-                for s in range(NB):
-                    f[s] = group_sum(f[s], TP, red)
-                if csub == 0 and col < M:
-                    for s in range(NB):
-                        if s < nb and bint[8 * s + 3] == 1:
-                            pc = QV[s * M + col]
-                            y[s] += A[bint[8 * s + 5] * M + col] * pc
-                            if col == bint[8 * s + 4]:
-                                x[s] += f[s]
-                            else:
-                                z[s] += f[s] * pc
-                col += cper
-        for s in range(NB):  # the partial sums by column (swaps) or element (hops)
-            if s < nb:
-                if bint[8 * s + 3] == 1:
-                    if csub == 0 and tcol < M:
-                        part[(3 * s) * M + tcol] = x[s]
-                        part[(3 * s + 1) * M + tcol] = y[s]
-                        part[(3 * s + 2) * M + tcol] = z[s]
-                elif t < M:
-                    part[(3 * s) * M + t] = x[s]
-        cuda.syncthreads()
-        batch_totals(part, total, M, nb)
-
-    @dev
-    def batch_totals_grouped(part, total, M, nb):
-        """total[v] = Σ_{c<M} part[v·M + c] for the 3·nb values: 16 lanes per value, each adding every 16th
-        partial in order, then a 16-lane butterfly (the same bits in all 16 lanes); one barrier."""
-        t = cuda.threadIdx.x
-        T = cuda.blockDim.x
-        group = t >> 4
-        lane = t & 15
-        groups = T >> 4
-        nv = 3 * nb
-        v = group
-        while v - group < nv:  # the same rounds in every thread: the shuffles need all lanes
-            acc = 0.0
-            if v < nv:
-                q = lane
-                while q < M:
-                    acc += part[v * M + q]
-                    q += 16
-            o = 8
-            while o > 0:
-                acc += cuda.shfl_xor_sync(FULL, acc, o)
-                o >>= 1
-            if lane == 0 and v < nv:
-                total[v] = acc
-            v += groups
-        cuda.syncthreads()
-
-    @dev
-    def batch_totals_serial(part, total, M, nb):
-        """The same totals for the simulator (no shuffles): thread v adds its value's partials in order."""
-        t = cuda.threadIdx.x
-        T = cuda.blockDim.x
-        v = t
-        while v < 3 * nb:
-            acc = 0.0
-            for q in range(M):
-                acc += part[v * M + q]
-            total[v] = acc
-            v += T
-        cuda.syncthreads()
-
-    batch_totals = batch_totals_serial if SIM else batch_totals_grouped
-
     # --- the chain kernel ------------------------------------------------------------------------
     options = {} if SIM else {"max_registers": int(max_registers)}
     if not SIM and os.environ.get("QMCKIT_CUDA_LINEINFO"):  # source lines for profilers (Nsight Compute)
@@ -1072,13 +843,8 @@ def kernels(max_registers: int = 255) -> dict:
         qv = dsh[MM + 3 * M:MM + 4 * M]
         tile = dsh[MM + 4 * M:MM + (4 + TW) * M]
         nred = 3 * T if SIM else 288
-        o1 = MM + (4 + TW) * M + nred
-        nd = o1 + 3 * NB * M + 7 * NB + NC
-        red = dsh[MM + (4 + TW) * M:o1]
-        part = dsh[o1:o1 + 3 * NB * M]  # a proposal batch's partial sums, totals, swap scalars, uniforms
-        total = dsh[o1 + 3 * NB * M:o1 + 3 * NB * M + 3 * NB]
-        scalars = dsh[o1 + 3 * NB * M + 3 * NB:o1 + 3 * NB * M + 6 * NB]
-        b_u = dsh[o1 + 3 * NB * M + 6 * NB:nd - NC]
+        nd = MM + (4 + TW) * M + nred + NC
+        red = dsh[MM + (4 + TW) * M:nd - NC]
         # the counters live in shared memory (float64, exact to 2^53), written by thread 0 only: kept in
         # registers they came out wrong (swaps proposed always 0) from the H100 build capped at 128 registers
         cnt = dsh[nd - NC:nd]
@@ -1091,9 +857,7 @@ def kernels(max_registers: int = 255) -> dict:
         o2 = o + 2 * M + 2 * NS
         perm = ish[o2:o2 + M]
         sigma = ish[o2 + M:o2 + 2 * M]
-        nri = T if SIM else 32
-        redi = ish[o2 + 2 * M:o2 + 2 * M + nri]
-        bint = ish[o2 + 2 * M + nri:o2 + 2 * M + nri + 8 * NB]
+        redi = ish[o2 + 2 * M:o2 + 2 * M + (T if SIM else 32)]
         # thread layouts: T_P threads per column, bfactor threads per row (one division each, here)
         tcol = t // TP
         csub = t - tcol * TP
@@ -1132,73 +896,68 @@ def kernels(max_registers: int = 255) -> dict:
         n2 = 2 * n_pairs
         off = 96  # the ratio sums alternate between red[96:192] and red[192:288]
         cuda.syncthreads()
-        # the proposal batch: its staged vectors share the measurement tile
-        PV = tile[0:NB * M]
-        QV = tile[NB * M:2 * NB * M]
-        b_st = cuda.local.array((NB, 2), u64)
         for sweep in range(n_sweeps):
-            done = 0
-            while done < moves_per_sweep:
-                # Up to BATCH proposals, drawn in every thread as the CPU draws them one after another
-                # (each with its decision uniform): until one is accepted the configuration does not
-                # change, so all can be drawn and their ratios evaluated against the same A⁻¹ at once. The
-                # first accepted one ends the batch; the stream is set back to just after its decision.
-                nb = min(NB, moves_per_sweep - done)
-                for s in range(nb):  # every thread draws (its own copy of the stream); thread 0 records
-                    label, spin, target, is_swap, k, l, a, b = draw_proposal(st, up_site, dn_site, up_at, dn_at, n2,
-                                                                             NS, projected)
-                    u = uniform(st, 0)
-                    b_st[s, 0] = st[0, 0]
-                    b_st[s, 1] = st[0, 1]
-                    if t == 0:
-                        q = 8 * s
-                        bint[q] = label
-                        bint[q + 1] = spin
-                        bint[q + 2] = target
-                        bint[q + 3] = 1 if is_swap else 0
-                        bint[q + 4] = k
-                        bint[q + 5] = l
-                        bint[q + 6] = a
-                        bint[q + 7] = b
-                        b_u[s] = u
-                cuda.syncthreads()
-                batch_ratios(A, M, pair, pairT, up_site, dn_site, PV, QV, part, total, scalars, red, nb, bint, tcol,
-                             csub, cper, TP)
-                chosen = -1
-                for s in range(nb):
-                    q = 8 * s
-                    if t == 0:
-                        cnt[2 if bint[q + 3] == 1 else 0] += 1.0
-                    ratio = total[3 * s]
-                    if bint[q + 3] == 1:  # ratio_swap from its three sums
-                        alk = scalars[3 * s]
-                        ratio = alk * scalars[3 * s + 1] + ratio * (total[3 * s + 1] - alk * scalars[3 * s + 2]) \
-                            - alk * total[3 * s + 2]
-                    if b_u[s] < ratio * ratio:
-                        chosen = s
+            for _ in range(moves_per_sweep):
+                # the proposal (lattice_chains.propose and the swap test of move), in every thread
+                e = min(int(uniform(st, 0) * n2), n2 - 1)
+                label = e >> 1
+                spin = e & 1
+                target = 0
+                while True:
+                    target = min(int(uniform(st, 0) * NS), NS - 1)
+                    occ = up_at[target] if spin == 1 else dn_at[target]
+                    if occ < 0:
                         break
-                if chosen < 0:
-                    done += nb
-                    cuda.syncthreads()  # bint, b_u and the totals are rewritten by the next batch
-                    continue
-                done += chosen + 1
-                st[0, 0] = b_st[chosen, 0]
-                st[0, 1] = b_st[chosen, 1]
-                q = 8 * chosen
-                label = bint[q]
-                spin = bint[q + 1]
-                target = bint[q + 2]
-                is_swap = bint[q + 3] == 1
-                k = bint[q + 4]
-                l = bint[q + 5]
-                a = bint[q + 6]
-                b = bint[q + 7]
-                cuda.syncthreads()
-                # the accepted proposal once more, alone: its staged vectors and first ratios for the update
-                ratio, first_up, first_down = proposal_ratio(A, M, pair, pairT, up_site, dn_site, pv, qv, vec, cpy,
-                                                             red, off, label, spin, target, is_swap, k, l, a, b,
-                                                             tcol, csub, cper, TP)
+                other = dn_at[target] if spin == 1 else up_at[target]
+                is_swap = projected and other >= 0
+                k = 0
+                l = 0
+                a = 0
+                b = 0
+                first_up = 0.0
+                first_down = 0.0
+                if is_swap:  # ratio_swap, and the first ratios of both update orders
+                    k = label if spin == 1 else up_at[target]
+                    l = other if spin == 1 else label
+                    a = up_site[k]
+                    b = dn_site[l]
+                    alk = A[l * M + k]  # read before the barrier: after it, an accepted swap rewrites A⁻¹
+                    phi_ba = pair[b, a]  # global loads issued early, so that their latency overlaps the sums
+                    phi_aa = pairT[a, a]
+                    i = t
+                    while i < M:
+                        down_value = pair[b, dn_site[i]]  # both loads in flight before either store
+                        up_value = pairT[a, up_site[i]]
+                        pv[i] = down_value
+                        qv[i] = up_value
+                        i += T
+                    cuda.syncthreads()
+                    pk, pd, ps = swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, csub, cper, TP)
+                    fk, sd, s2 = block_sum3(pk, pd, ps, red, off, False)
+                    ratio = alk * phi_ba + fk * (sd - alk * phi_aa) - alk * s2
+                    first_up = fk
+                    first_down = sd
+                else:
+                    p = 0.0
+                    i = t
+                    if spin == 1:  # ratio_up (pv kept for the update)
+                        while i < M:
+                            v = pair[target, dn_site[i]]
+                            pv[i] = v
+                            p += v * A[i * M + label]
+                            i += T
+                    else:  # ratio_down
+                        while i < M:
+                            v = pairT[target, up_site[i]]
+                            pv[i] = v
+                            p += A[label * M + i] * v
+                            i += T
+                    ratio, _, _ = block_sum3(p, 0.0, 0.0, red, off, False)
                 off = 288 - off
+                if t == 0:
+                    cnt[2 if is_swap else 0] += 1.0
+                if not uniform(st, 0) < ratio * ratio:
+                    continue
                 # accepted: thread 0 moves the configuration where no thread reads it meanwhile
                 if is_swap:
                     if t == 0:
