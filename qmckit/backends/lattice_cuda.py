@@ -206,38 +206,39 @@ def kernels(max_registers: int = 255) -> dict:
     # the same decisions. Loops are while loops: numba's range(start, stop, step) divides (64-bit)
     # to count its trips, which is slow on a GPU.
     @dev
+    def warp_sum3(a, b, d):
+        """(Σ a, Σ b, Σ d) over the warp, to every lane: an xor butterfly, whose additions pair
+        commutatively, so that every lane ends with the same bits."""
+        o = 16
+        while o > 0:
+            a += cuda.shfl_xor_sync(FULL, a, o)
+            b += cuda.shfl_xor_sync(FULL, b, o)
+            d += cuda.shfl_xor_sync(FULL, d, o)
+            o >>= 1
+        return a, b, d
+
+    @dev
     def block_sum3_shuffle(a, b, d, red, off, trailing):
-        """(Σ a, Σ b, Σ d) over the block: warp shuffles, one slot per warp and value in red[off:off+96],
-        one barrier (+ one more when ``trailing``, before red[off:…] may be written again)."""
+        """(Σ a, Σ b, Σ d) over the block: a butterfly in every warp, one slot per warp and value in
+        red[off:off+96], one barrier, then a butterfly over the warp totals in every warp (+ one more
+        barrier when ``trailing``, before red[off:…] may be written again)."""
         t = cuda.threadIdx.x
         lane = t & 31
         warp = t >> 5
-        o = 16
-        while o > 0:
-            a += cuda.shfl_down_sync(FULL, a, o)
-            b += cuda.shfl_down_sync(FULL, b, o)
-            d += cuda.shfl_down_sync(FULL, d, o)
-            o >>= 1
+        a, b, d = warp_sum3(a, b, d)
         if lane == 0:
             red[off + warp] = a
             red[off + 32 + warp] = b
             red[off + 64 + warp] = d
         cuda.syncthreads()
-        # the warp totals summed by every warp at once, lane q holding warp q's: a butterfly, whose
-        # additions are commutative pairs, so that every lane of every warp ends with the same bits
         sa = 0.0
         sb = 0.0
         sd = 0.0
-        if lane < (cuda.blockDim.x >> 5):
+        if lane < (cuda.blockDim.x >> 5):  # lane q holds warp q's totals
             sa = red[off + lane]
             sb = red[off + 32 + lane]
             sd = red[off + 64 + lane]
-        o = 16
-        while o > 0:
-            sa += cuda.shfl_xor_sync(FULL, sa, o)
-            sb += cuda.shfl_xor_sync(FULL, sb, o)
-            sd += cuda.shfl_xor_sync(FULL, sd, o)
-            o >>= 1
+        sa, sb, sd = warp_sum3(sa, sb, sd)
         if trailing:
             cuda.syncthreads()
         return sa, sb, sd
