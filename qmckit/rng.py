@@ -23,6 +23,14 @@ _W64 = np.uint64(64)
 _MANTISSA_SHIFT = np.uint64(11)
 _TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
 
+# Under numba's CUDA simulator these functions run as Python on numpy uint64 scalars, where the
+# intended wrap-around of s0 + s1 raises an overflow RuntimeWarning. A module's first warning creates
+# its __warningregistry__ global; if that happens while another simulated thread walks this module's
+# globals (the simulator swaps `cuda` in and out of them), that thread fails with "dictionary changed
+# size during iteration" (seen once in CI, in tests/test_molecule_speedup.py). The registry made here
+# removes the race.
+__warningregistry__: dict = {}
+
 
 def seed_states(seed: int | np.random.SeedSequence, n_walkers: int) -> np.ndarray:
     """Return a ``(n_walkers, 2)`` uint64 state array, one independent stream per walker."""
