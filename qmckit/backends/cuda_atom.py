@@ -75,7 +75,7 @@ import types
 
 import numpy as np
 
-from . import cuda_bec
+from . import cuda_bec, cuda_import
 
 SAMPLERS = ("brute", "drift")
 LAYOUTS = ("auto", "thread")
@@ -89,12 +89,7 @@ cuda = None  # numba.cuda, imported on first use; a module global so that the si
 
 
 def _cuda():
-    global cuda
-    if cuda is None:
-        from numba import cuda as _numba_cuda
-
-        cuda = _numba_cuda
-    return cuda
+    return cuda_import.bind(globals())
 
 
 def simulated() -> bool:

@@ -68,6 +68,8 @@ import math
 
 import numpy as np
 
+from . import cuda_import
+
 SAMPLERS = ("brute", "drift")
 LAYOUTS = ("auto", "thread", "block")
 _BRUTE, _DRIFT = 0, 1
@@ -78,12 +80,7 @@ cuda = None  # numba.cuda, imported on first use; a module global so that the si
 
 
 def _cuda():
-    global cuda
-    if cuda is None:
-        from numba import cuda as _numba_cuda
-
-        cuda = _numba_cuda
-    return cuda
+    return cuda_import.bind(globals())
 
 
 def simulated() -> bool:

@@ -48,7 +48,7 @@ import math
 import numpy as np
 
 from ..systems import bspline_orbitals as bo
-from . import cuda_bec
+from . import cuda_bec, cuda_import
 
 cuda = None  # numba.cuda, imported on first use
 
@@ -56,12 +56,7 @@ KINDS = ("values", "values_pairs", "values_uncoalesced", "values_per_electron", 
 
 
 def _cuda():
-    global cuda
-    if cuda is None:
-        from numba import cuda as _numba_cuda
-
-        cuda = _numba_cuda
-    return cuda
+    return cuda_import.bind(globals())
 
 
 simulated = cuda_bec.simulated  # True under numba's CUDA simulator

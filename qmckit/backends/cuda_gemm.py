@@ -91,6 +91,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from . import cuda_import
+
 __all__ = ["KINDS", "Tile", "TILES", "default_tile", "matmul", "matmul_kahan_f32_tiled", "kernel",
            "ptx", "error_bound", "simulated", "available", "U32", "U64"]
 
@@ -106,16 +108,12 @@ libdevice = None  # numba.cuda.libdevice (real GPU only; the simulator has none)
 
 
 def _cuda():
-    global cuda, libdevice
-    if cuda is None:
-        from numba import cuda as _numba_cuda
+    global libdevice
+    if cuda is None and not simulated():
+        from numba.cuda import libdevice as _libdevice
 
-        cuda = _numba_cuda
-        if not simulated():
-            from numba.cuda import libdevice as _libdevice
-
-            libdevice = _libdevice
-    return cuda
+        libdevice = _libdevice
+    return cuda_import.bind(globals())
 
 
 def simulated() -> bool:

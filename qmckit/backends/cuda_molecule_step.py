@@ -80,7 +80,7 @@ from ..systems import molecule as _mol
 from ..systems.gaussian_basis import eval_point
 from ..systems.molecule import _pair_a
 from ..systems.slater import invert
-from . import cuda_bec
+from . import cuda_bec, cuda_import
 
 PHASES = ("basis", "gemm", "slater", "jastrow", "accept")
 KINDS = ("f64", "f32", "kahan32")
@@ -93,12 +93,7 @@ cuda = None  # numba.cuda, imported on first use; a module global so that the si
 
 
 def _cuda():
-    global cuda
-    if cuda is None:
-        from numba import cuda as _numba_cuda
-
-        cuda = _numba_cuda
-    return cuda
+    return cuda_import.bind(globals())
 
 
 simulated = cuda_bec.simulated  # True under numba's CUDA simulator

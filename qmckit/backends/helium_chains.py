@@ -47,17 +47,13 @@ import numpy as np
 
 from .. import rng as _rng
 from ..systems import helium as _helium
+from . import cuda_import
 
 cuda = None  # numba.cuda, imported on first use
 
 
 def _cuda():
-    global cuda
-    if cuda is None:
-        from numba import cuda as _numba_cuda
-
-        cuda = _numba_cuda
-    return cuda
+    return cuda_import.bind(globals())
 
 
 # --------------------------------------------------------------------------------------------

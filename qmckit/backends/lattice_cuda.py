@@ -93,6 +93,7 @@ import os
 import numpy as np
 
 from .lattice_chains import N_COUNTERS, REFRESH_EVERY, SINGULAR_RATIO
+from . import cuda_import
 
 cuda = None  # numba.cuda, imported on first use
 
@@ -103,16 +104,7 @@ DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
 
 
 def _cuda():
-    global cuda
-    if cuda is None:
-        if not hasattr(np, "row_stack"):
-            # numpy ≥ 2.5 removed row_stack (an alias of vstack), but numba-cuda ≤ 0.30's array typing
-            # still registers an overload for it while compiling its first kernel
-            np.row_stack = np.vstack
-        from numba import cuda as _numba_cuda
-
-        cuda = _numba_cuda
-    return cuda
+    return cuda_import.bind(globals())
 
 
 def simulated() -> bool:
