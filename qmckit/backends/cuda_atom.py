@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import functools
 import math
-import types
 
 import numpy as np
 
@@ -105,13 +104,7 @@ def available() -> bool:
 # --------------------------------------------------------------------------------------------
 # device twins of the CPU kernels, compiled from their own source
 # --------------------------------------------------------------------------------------------
-def _twin(dispatcher, namespace, device_kw):
-    """A CUDA device function compiled from ``dispatcher.py_func`` with globals ``namespace``."""
-    f = dispatcher.py_func
-    clone = types.FunctionType(f.__code__, namespace, f.__name__, f.__defaults__, f.__closure__)
-    clone.__qualname__ = f"{f.__qualname__}[cuda]"
-    clone.__doc__ = f.__doc__
-    return _cuda().jit(**device_kw)(clone)
+_twin = cuda_import.device_twin
 
 
 @functools.lru_cache(maxsize=None)

@@ -78,7 +78,6 @@ def kernels(single: bool) -> dict:
     # bounds on an H100 (compute-sanitizer: invalid __shared__ writes), although the simulator was clean.
     c = _cuda()
     real_np = np.float32 if single else np.float64
-    real_nb = numba.float32 if single else numba.float64
     f64 = numba.float64
     i64 = numba.int64
 

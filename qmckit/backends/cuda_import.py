@@ -6,17 +6,33 @@ and imports numba.cuda only when a kernel is first wanted, which keeps ``import 
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
+
+
+def _numba_cuda():
+    if not hasattr(np, "row_stack"):
+        # numpy ≥ 2.5 removed row_stack (an alias of vstack), but numba-cuda ≤ 0.30's array typing
+        # still registers an overload for it while compiling its first kernel
+        np.row_stack = np.vstack
+    from numba import cuda
+
+    return cuda
 
 
 def bind(namespace: dict):
     """numba.cuda, stored as ``namespace["cuda"]`` (a module's ``globals()``) on the first call."""
     if namespace.get("cuda") is None:
-        if not hasattr(np, "row_stack"):
-            # numpy ≥ 2.5 removed row_stack (an alias of vstack), but numba-cuda ≤ 0.30's array typing
-            # still registers an overload for it while compiling its first kernel
-            np.row_stack = np.vstack
-        from numba import cuda
-
-        namespace["cuda"] = cuda
+        namespace["cuda"] = _numba_cuda()
     return namespace["cuda"]
+
+
+def device_twin(dispatcher, namespace: dict, device_kw: dict):
+    """A CUDA device function compiled from a CPU kernel's own source (``dispatcher.py_func``), its
+    globals replaced by ``namespace`` (where the names it calls are bound to their device twins)."""
+    f = dispatcher.py_func
+    clone = types.FunctionType(f.__code__, namespace, f.__name__, f.__defaults__, f.__closure__)
+    clone.__qualname__ = f"{f.__qualname__}[cuda]"
+    clone.__doc__ = f.__doc__
+    return _numba_cuda().jit(**device_kw)(clone)

@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import functools
 import math
-import types
 from typing import NamedTuple
 
 import numba as nb
@@ -737,12 +736,7 @@ def twin_check(system: StepSystem, positions, kind: str = "f64", seed: int = 0, 
 # --------------------------------------------------------------------------------------------
 # GPU: device twins and kernels
 # --------------------------------------------------------------------------------------------
-def _twin(dispatcher, namespace, device_kw):
-    f = dispatcher.py_func
-    clone = types.FunctionType(f.__code__, namespace, f.__name__, f.__defaults__, f.__closure__)
-    clone.__qualname__ = f"{f.__qualname__}[cuda]"
-    clone.__doc__ = f.__doc__
-    return _cuda().jit(**device_kw)(clone)
+_twin = cuda_import.device_twin
 
 
 @functools.lru_cache(maxsize=None)
