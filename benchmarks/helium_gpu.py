@@ -19,8 +19,8 @@ rewritten after every stage):
   seqopt    Eq. 12: t σ² vs the analysis period m with synchronous CPU analysis (N = 256, 264 chains, 1920
             macroupdates per m), against m_opt = √(2 m_c α);
   peaks     the FMA probes alone: numba's and one in CUDA C (CuPy's NVRTC), float32 and float64;
-  variants  the earlier rint minimum image against compare-and-select (float32/64, N = 512 … 10240),
-            with the PTX opcode counts of each generation kernel;
+  variants  the forms of the pair term (minimum image fold/fold_select/select/rint, inverse rsqrt/divide;
+            float32/64, N = 512 … 10240), with the PTX and SASS opcode counts of each kernel;
   masking   load masking: N = 512, W chains on the GPU, fixed total macroupdates, CPU analysis
             (energies + g(r) of every chain, numba on all cores) every m macroupdates, synchronous
             and asynchronous (the kernel launch returns at once; the CPU analyses the previous
@@ -207,6 +207,29 @@ def ptx_histogram(dispatcher) -> dict:
     return {k: sum(v for w, v in counts.items() if w.startswith(k)) for k in keys}
 
 
+def sass_histogram(dispatcher) -> dict:
+    """Opcode counts in a compiled kernel's SASS (the first specialisation; ``inspect_sass`` needs
+    nvdisasm): the total, and the opcodes of the pair term (FP32/FP64 arithmetic, MUFU, conversions,
+    min/max, selects, shared loads)."""
+    try:
+        text = next(iter(dispatcher.inspect_sass().values()))
+    except Exception as exc:  # noqa: BLE001 (no nvdisasm)
+        return {"error": repr(exc)}
+    counts = {}
+    for line in text.splitlines():
+        line = line.split("*/", 1)[-1].strip() if line.strip().startswith("/*") else line.strip()
+        words = [w for w in line.replace(";", " ").split() if not w.startswith("@")]
+        if not words or words[0].startswith(("/*", ".")) or words[0].endswith(":"):
+            continue
+        op = words[0].split(".")[0]
+        counts[op] = counts.get(op, 0) + 1
+    keys = ("FADD", "FMUL", "FFMA", "FMNMX", "FSEL", "FSETP", "DADD", "DMUL", "DFMA", "DMNMX", "DSETP", "MUFU",
+            "F2F", "F2I", "I2F", "FRND", "SEL", "LDS", "LDG", "BAR", "BRA")
+    out = {k: counts.get(k, 0) for k in keys}
+    out["total"] = sum(counts.values())
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="benchmarks/results")
@@ -265,11 +288,7 @@ def main(argv=None):
         if args.sizes:
             sizes = tuple(int(x) for x in args.sizes.split(","))
         sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
-        if not smoke and "fma_probes" not in results:
-            peaks_stage()
-        # the faster probe is the peak: numba's loop runs at about half the float32 rate (loop overhead)
-        peaks = {"float64": 1e9, "float32": 1e9} if smoke else {
-            k: max(v["numba"]["flops"], (v["cuda_c"] or {}).get("flops", 0.0)) for k, v in results["fma_probes"].items()}
+        peaks = peak_flops()
         results["measured_peak_flops"] = peaks
         log("measured peak FLOP/s", peaks)
         gpu_rows, cpu_rows = [], []
@@ -285,9 +304,9 @@ def main(argv=None):
                 elif n <= 1952:
                     plans = [(sms * k, t) for k in (8, 16, 32) for t in (32, 64, 128, 256) if t <= max(64, n // 2)]
                 elif n <= 10240:
-                    plans = [(sms * k, t) for k in (1, 2, 4) for t in (256, 512)]
+                    plans = [(sms * k, t) for k in (1, 2, 4) for t in (256, 512, 1024)]
                 else:
-                    plans = [(sms, 512), (2 * sms, 512)]  # 1024 threads exceed the register budget
+                    plans = [(sms, 512), (2 * sms, 512), (sms, 1024)]
                 for walkers, threads in plans:
                     try:
                         r = helium4.time_generation(n, walkers, backend="cuda", n_macro=n_macro,
@@ -490,27 +509,45 @@ def main(argv=None):
             log(f"  {name}: numba {v['numba']['flops'] / 1e12:.1f} TFLOP/s, CUDA C "
                 + (f"{c['flops'] / 1e12:.1f} TFLOP/s" if c else "(no CuPy)"))
 
+    def peak_flops():
+        """The measured FMA peaks (running stage peaks first if needed): the faster probe, since numba's
+        loop runs at about half the float32 rate (loop overhead)."""
+        if smoke:
+            return {"float64": 1e9, "float32": 1e9}
+        if "fma_probes" not in results:
+            peaks_stage()
+        return {k: max(v["numba"]["flops"], (v["cuda_c"] or {}).get("flops", 0.0))
+                for k, v in results["fma_probes"].items()}
+
     def variants():
-        """The minimum image by rint (the earlier kernel) against compare-and-select: the same chains,
-        launches and sizes, and the PTX opcode counts of each generation kernel."""
+        """The forms of the pair term (minimum image × inverses, see helium_chains.kernels): the same
+        chains, launches and sizes, and the PTX and SASS opcode counts of each generation kernel."""
         sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
-        rows, ptx = [], {}
+        rows, ptx, sass = [], {}, {}
+        peaks = peak_flops()
+        forms = (("fold", "rsqrt"), ("fold_select", "rsqrt"), ("fold", "divide"), ("select", "divide"), ("rint", "divide"))
         for single in (True, False):
             dtype = np.float32 if single else np.float64
-            for min_image in ("rint", "select"):
+            for min_image, inverse in forms:
                 for n in ((32,) if smoke else (512, 1952, 10240)):
                     walkers = 2 if smoke else (32 * sms if n <= 1952 else 4 * sms)
                     n_macro = 1 if smoke else max(1, int(2e9 / (2.0 * n * n * sms * 8)))
                     r = helium4.time_generation(n, walkers, backend="cuda", n_macro=n_macro, repeats=1 if smoke else 3,
-                                                dtype=dtype, min_image=min_image)
+                                                dtype=dtype, min_image=min_image, inverse=inverse)
                     r["dtype"] = np.dtype(dtype).name
+                    r["roofline_fraction"] = r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[r["dtype"]]
                     rows.append(r)
-                    log(f"  {r['dtype']} {min_image} n={n} W={walkers}: {1e3 * r['s_per_macroupdate_per_chain']:.4f} "
-                        f"ms/macro/chain, {r['pair_evaluations_per_s']:.3e} pair/s")
+                    log(f"  {r['dtype']} {min_image}/{inverse} n={n} W={walkers}: "
+                        f"{1e3 * r['s_per_macroupdate_per_chain']:.4f} ms/macro/chain, "
+                        f"{r['pair_evaluations_per_s']:.3e} pair/s ({100 * r['roofline_fraction']:.1f} %)")
                 if not smoke:
-                    ptx[f"{np.dtype(dtype).name}/{min_image}"] = ptx_histogram(hc.kernels(single, min_image)["generate_shared"])
-                    log(f"  PTX {np.dtype(dtype).name}/{min_image}: {ptx[f'{np.dtype(dtype).name}/{min_image}']}")
-        results["variants"] = {"rows": rows, "ptx_generate_shared": ptx}
+                    key = f"{np.dtype(dtype).name}/{min_image}/{inverse}"
+                    kernel = hc.kernels(single, min_image, inverse)["generate_shared"]
+                    ptx[key] = ptx_histogram(kernel)
+                    sass[key] = sass_histogram(kernel)
+                    log(f"  PTX {key}: {ptx[key]}")
+                    log(f"  SASS {key}: {sass[key]}")
+        results["variants"] = {"rows": rows, "ptx_generate_shared": ptx, "sass_generate_shared": sass}
 
     def masking_gpu_energy():
         """004's Fig. 3, right panel: the GPU generates and computes the energy of every writeout; the

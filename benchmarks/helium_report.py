@@ -3,9 +3,10 @@
 (what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
 Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cores):
-  helium_gpu_h100v4_2026-11-23.json         twins, speed, time-to-error, minimum-image variants, FMA probes
-                                            (current kernel: two atoms per trip with 32-bit indices; float32
-                                            fastmath with compare-and-select images, float64 with rint)
+  helium_gpu_h100v6_2026-11-23.json         twins, speed, time-to-error, pair-term variants, FMA probes
+                                            (current kernel: folded minimum images, u(r) from rsqrt with a
+                                            clamp as cut-off, unsigned 32-bit indices, random numbers in
+                                            batches of 32 microupdates; helium_gpu_h100v4_… is the kernel before)
   helium_gpu_h100v3masking_2026-11-23.json  load masking, both panels of 004's Fig. 3 (N = 512, 8 chains;
                                             the kernel before the two-atom loop)
   helium_gpu_sample_h100_2026-11-22.json    sample run (float64; the same pair terms, rint images)
@@ -61,7 +62,7 @@ def fit_sequential_optimum(seq: dict) -> dict:
 
 def build() -> dict:
     main, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100v4_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
+        "helium_gpu_h100v6_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
         "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
@@ -112,8 +113,8 @@ def build() -> dict:
     # g(r) of writeout k runs while the GPU generates and measures writeout k + 1: hidden once
     # m t_G + t_E ≥ t_g(r)
     masked_from = (right["t_gr_s"] - right["t_E_s"]) / right["t_G_s"]
-    variants = [{k: r[k] for k in ("n", "dtype", "min_image", "walkers", "s_per_macroupdate_per_chain",
-                                   "pair_evaluations_per_s")} for r in main["variants"]["rows"]]
+    variants = [{k: r[k] for k in ("n", "dtype", "min_image", "inverse", "walkers", "s_per_macroupdate_per_chain",
+                                   "pair_evaluations_per_s", "roofline_fraction")} for r in main["variants"]["rows"]]
     scan = [{"b": r["b"], "acceptance": r["acceptance"],
              **{k: [v["mean"], v["error"]] for k, v in r["estimates"].items()}} for r in scan_dmc["sample_b_scan"]]
     b_fit = {}
@@ -148,19 +149,36 @@ def build() -> dict:
         | {"m": m_r.tolist(), "cpu_idle_s": idle.tolist(), "cpu_g_of_r_s": g_r.tolist(),
            "idle_fit": {"a": green.a, "a_err": green.a_err, "b": green.b, "b_err": green.b_err},
            "masked_from_m": masked_from},
-        "min_image_variants": variants, "ptx_generate_shared": main["variants"]["ptx_generate_shared"],
+        "pair_term_variants": variants, "ptx_generate_shared": main["variants"]["ptx_generate_shared"],
+        "sass_generate_shared": main["variants"]["sass_generate_shared"],
         "fma_probes": main["fma_probes"],
         "dmc": {"tail_corrected": True, "walkers": 512, "n": dmc},
         "sequential_optimum": seq,
     }
 
 
+def roofline_summary(d: dict) -> str:
+    """Which N reach 30 % of the measured peak, and the L2 traffic of the global-memory path."""
+    lines = []
+    for dtype, size in (("float32", 4), ("float64", 8)):
+        rows = sorted((r for r in d["speed"] if r["dtype"] == dtype), key=lambda r: r["n"])
+        met = [r["n"] for r in rows if r["fraction_measured_peak"] >= 0.3]
+        big = rows[-1]
+        fractions = ", ".join(f"{r['n']}: {100 * r['fraction_measured_peak']:.0f} %" for r in rows if r["n"] >= 512)
+        lines.append(f"{dtype}: {fractions}; ≥ 30 % of the measured peak at N = {', '.join(map(str, met)) or 'none'}. "
+                     f"At N = {big['n']} the coordinates live in global memory: every microupdate reads the chain's "
+                     f"{3 * size} B per atom from L2, {big['pair_evaluations_per_s'] / 2 * 3 * size / 1e12:.1f} TB/s "
+                     "over the GPU.")
+    return "**Roofline (goal ≥ 30 %).** " + " ".join(lines)
+
+
 def markdown(d: dict) -> str:
     out = [f"# Liquid ⁴He (study 004) on one {d['device']} — {d['date']}", "",
            "Produced by `benchmarks/helium_gpu.py` (device runs) and merged by `benchmarks/helium_report.py`. "
-           "float32 kernels use fastmath (approximate ÷ and √, 2 ulp); float64 ones are IEEE. "
+           "float32 kernels use fastmath (approximate ÷, √ and rsqrt, 2 ulp); float64 ones are IEEE but for libdevice's "
+           "rsqrt (1 ulp). "
            f"Host CPU: {d['host_cpu']['model']}, {d['host_cpu']['cores']} cores. Pair evaluation = one u(r) "
-           "(minimum image, r², √, one division, powers; 30 flop with √ and ÷ counted as one). Measured peak: the "
+           "(minimum image, r², two inverses, powers; 30 flop with √ and ÷ counted as one). Measured peak: the "
            f"faster of two dependent-free FMA probes (see below), {d['measured_peak_flops']['float64'] / 1e12:.1f} "
            f"TFLOP/s (float64) and {d['measured_peak_flops']['float32'] / 1e12:.1f} TFLOP/s (float32); nominal "
            "33.5 / 66.9.", "",
@@ -193,7 +211,7 @@ def markdown(d: dict) -> str:
             "where starting the thread pool costs more than the work.)", "",
             f"N = 40960: {best_40960['ms_per_macroupdate_per_chain']:.1f} ms per macroupdate per chain "
             f"({best_40960['dtype']}); study 004's K20: 418 ms ({418 / best_40960['ms_per_macroupdate_per_chain']:.0f}× faster). "
-            "Goal ≤ 10 ms.", "", "## Time to error: t σ² of E/N (tail corrected), analysis every m macroupdates", "",
+            "Goal ≤ 10 ms.", "", roofline_summary(d), "", "## Time to error: t σ² of E/N (tail corrected), analysis every m macroupdates", "",
             "| N | backend | dtype | chains | m | E/N (K) | τ (analyses) | t σ² (s·mK²) |", "|---:|---|---|---:|---:|---|---:|---:|"]
     for r in d["time_to_error"]:
         e = r["energy_per_particle"]
@@ -243,13 +261,25 @@ def markdown(d: dict) -> str:
             "| m | GPU energy, CPU idle (s) | GPU energy, CPU g(r) (s) | excess |", "|---:|---:|---:|---:|"]
     for mm, a, b in zip(r["m"], r["cpu_idle_s"], r["cpu_g_of_r_s"]):
         out.append(f"| {mm} | {a:.3f} | {b:.3f} | {100 * (b - a) / a:+.1f} % |")
-    out += ["", "## Minimum image: rint against compare-and-select (same chains and launches)", "",
-            "| N | dtype | images | chains | ms per macroupdate per chain | pair eval/s |", "|---:|---|---|---:|---:|---:|"]
-    for v in d["min_image_variants"]:
-        out.append(f"| {v['n']} | {v['dtype']} | {v['min_image']} | {v['walkers']} | "
-                   f"{1e3 * v['s_per_macroupdate_per_chain']:.4g} | {v['pair_evaluations_per_s']:.3e} |")
+    out += ["", "## Forms of the pair term (same chains and launches, default block sizes)", "",
+            "Minimum image: fold = min(|d|, L − |d|), fold_select = the same with a compare and select, select = the "
+            "signed image by two compares, rint = d − L rint(d/L). Inverse: rsqrt = 1/r and 1/(L − r) from "
+            "reciprocal square roots with r² clamped to (L/2)² as the cut-off; divide = √, one division and a select "
+            "(the kernel before).", "",
+            "| N | dtype | image | inverse | chains | ms per macroupdate per chain | pair eval/s | % measured peak |",
+            "|---:|---|---|---|---:|---:|---:|---:|"]
+    for v in d["pair_term_variants"]:
+        out.append(f"| {v['n']} | {v['dtype']} | {v['min_image']} | {v['inverse']} | {v['walkers']} | "
+                   f"{1e3 * v['s_per_macroupdate_per_chain']:.4g} | {v['pair_evaluations_per_s']:.3e} | "
+                   f"{100 * v['roofline_fraction']:.1f} |")
     probes = d["fma_probes"]
-    out += ["", "The kernels use compare-and-select in float32 and rint in float64 (the faster of each).", "",
+    out += ["", "The kernels use fold/rsqrt in float32 and fold_select/rsqrt in float64 (float64 has no min "
+            "instruction on sm_90; its NaN-propagating emulation costs about eight instructions). Besides the pair "
+            "term, this kernel takes the random numbers in batches of 32 microupdates (thread 0 steps the stream, "
+            "lane b of warp 0 turns microupdate b's numbers into j, δ and ξ), where one thread used to compute "
+            "Box–Muller's log, √, cos and sin between two barriers of every microupdate, and indexes with unsigned "
+            "32-bit integers (no negative-index wrap-around). Float32 pair loop in SASS: 33 instructions per pair "
+            "evaluation (it was about 46).", "",
             "**FMA probes** (the peak the fractions above use is the faster): " + "; ".join(
                 f"{dtype}: numba {v['numba']['flops'] / 1e12:.1f}, CUDA C (CuPy NVRTC, 16 chains per thread) "
                 f"{v['cuda_c']['flops'] / 1e12:.1f} TFLOP/s" for dtype, v in probes.items()) + ". numba's float32 "

@@ -62,9 +62,23 @@ def next_uint64(states, w):
 
 
 @nb.njit(inline="always", cache=True)
+def uniform_from_bits(bits):
+    """The uniform float64 in [0, 1) that one draw of :func:`next_uint64` gives (its top 53 bits)."""
+    return float(bits >> _MANTISSA_SHIFT) * _TWO_M53
+
+
+@nb.njit(inline="always", cache=True)
 def uniform(states, w):
     """Uniform float64 in [0, 1) with 53 random bits."""
-    return float(next_uint64(states, w) >> _MANTISSA_SHIFT) * _TWO_M53
+    return uniform_from_bits(next_uint64(states, w))
+
+
+@nb.njit(inline="always", cache=True)
+def box_muller(first, second):
+    """Two independent standard normal deviates from two uniforms in [0, 1), drawn in this order."""
+    radius = math.sqrt(-2.0 * math.log(1.0 - first))  # 1 − first in (0, 1]: log is finite
+    angle = 2.0 * math.pi * second
+    return radius * math.cos(angle), radius * math.sin(angle)
 
 
 @nb.njit(inline="always", cache=True)
@@ -74,11 +88,10 @@ def normal_pair_u(states, w):
     The angle uniform is returned only so that study 002's flawed reuse of it as the
     Metropolis uniform can be reproduced on request (its doubt D2).
     """
-    u1 = 1.0 - uniform(states, w)  # (0, 1]: log is finite
-    u2 = uniform(states, w)
-    radius = math.sqrt(-2.0 * math.log(u1))
-    angle = 2.0 * math.pi * u2
-    return radius * math.cos(angle), radius * math.sin(angle), u2
+    first = uniform(states, w)
+    second = uniform(states, w)
+    z0, z1 = box_muller(first, second)
+    return z0, z1, second
 
 
 @nb.njit(inline="always", cache=True)

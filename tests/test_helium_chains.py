@@ -101,21 +101,40 @@ def test_pair_change_sum_equals_log_psi_difference():
     assert abs(total - exact) < 1e-11 * max(1.0, abs(exact))
 
 
-def test_select_minimum_image_equals_rint_form_inside_the_box():
-    # the GPU's float32 kernel uses compare-and-select, its float64 kernel rint: the same image for
-    # every difference of two positions in [0, L) (both in float64 and in float32)
+def test_minimum_image_forms_agree_inside_the_box():
+    # the GPU kernels' minimum images (fold with a min or a select, the defaults; compare-and-select;
+    # rint) give the same
+    # |image| for every difference of two positions in [0, L), in float64 and in float32
     box = 14.3
     rng = np.random.default_rng(3)
     for dtype in (np.float64, np.float32):
         a, b = (rng.uniform(0, box, 2000).astype(dtype) for _ in range(2))
         L, half, inv = dtype(box), dtype(0.5 * box), dtype(1.0 / box)
         d = a - b
-        select = np.array([hc._image(x, L, inv, half) for x in d])
+        fold = np.array([hc._image(x, L, inv, half) for x in d])
+        fold_select = np.array([hc._image_fold_select(x, L, inv, half) for x in d])
+        select = np.array([hc._image_select(x, L, inv, half) for x in d])
         rint = d - L * np.rint(d * inv)
+        assert np.array_equal(fold, np.abs(select)) and np.array_equal(fold, fold_select)
         # equal except exactly at |d| = L/2 (where the pair term is cut off anyway)
         away = np.abs(np.abs(d) - half) > 1e-5
         assert np.array_equal(select[away], rint[away])
-        assert np.all(np.abs(select) <= half * (1 + 1e-6))
+        assert np.all(fold <= half * (1 + 1e-6))
+
+
+def test_pair_term_forms_agree_and_vanish_beyond_the_cut_off():
+    # rsqrt with a clamp (the default) against square root, division and select, for r from 0.8 Å to
+    # beyond L/2; every r past the cut-off gives the same bits, so pair changes there are exactly 0
+    box, b5 = 14.3, 3.07 ** 5
+    constants = hc.chain_constants(box, 3.07)
+    r = np.linspace(0.8, 0.8 * box, 3001)
+    rsqrt = np.array([hc._u_cut(x * x, *constants[:1], *constants[2:], 0.5, 1.0) for x in r])
+    divide = np.array([hc._u_cut_divide(x * x, *constants[:1], *constants[2:], 0.5, 1.0) for x in r])
+    exact = np.where(r < box / 2, -0.5 * b5 * (r ** -5.0 + (box - r) ** -5.0) + constants[4], 0.0)
+    assert np.max(np.abs(rsqrt - exact)) < 1e-13 * np.max(np.abs(exact))
+    assert np.max(np.abs(divide - exact)) < 1e-13 * np.max(np.abs(exact))
+    beyond = rsqrt[r >= box / 2]
+    assert np.all(beyond == beyond[0]) and abs(beyond[0]) < 1e-15
 
 
 def test_cpu_chain_is_reproducible_and_stays_in_the_box():

@@ -54,5 +54,7 @@ _TWINS = _device_twins(_rng)
 next_uint64 = _TWINS["next_uint64"]
 uniform = _TWINS["uniform"]
 normal_pair = _TWINS["normal_pair"]
+uniform_from_bits = _TWINS["uniform_from_bits"]
+box_muller = _TWINS["box_muller"]
 
-__all__ = ["SIMULATED", "next_uint64", "uniform", "normal_pair"]
+__all__ = ["SIMULATED", "next_uint64", "uniform", "normal_pair", "uniform_from_bits", "box_muller"]

@@ -23,9 +23,10 @@ GPU design (:class:`HeliumChains`), after 004 §4 with today's hardware:
 * the block sum uses warp shuffles and one shared slot per warp, with ``syncthreads`` barriers —
   never 004's warp-synchronous reduction, which assumes lockstep execution and races on Volta and
   later;
-* thread 0 draws the random numbers (on-device, the CPU's generator compiled for the GPU by
-  :mod:`qmckit.backends.cuda_rng`), decides, moves the atom, and draws the next proposal; two
-  barriers per microupdate;
+* the random numbers come in batches of 32 microupdates (on-device, the CPU's generator compiled for
+  the GPU by :mod:`qmckit.backends.cuda_rng`): thread 0 steps the sequential stream, lane b of warp
+  0 turns microupdate b's raw numbers into j, δ and the decision uniform; per microupdate thread 0
+  then only decides and moves the atom, and the block passes two barriers;
 * float64 or float32 coordinates and pair sums (the random numbers are float64 either way).
 
 The analysis kernels (``energies``: V, Σ∇² ln ψ, Σ|∇ ln ψ|² per walker; ``pair_histogram``: g(r)
@@ -60,24 +61,59 @@ def _cuda():
 # the pair term, written once and compiled for the CPU and the GPU
 # --------------------------------------------------------------------------------------------
 def _image(d, box, inv_box, half_box):
-    """The minimum image of a coordinate difference d with |d| < 3L/2, by compare and select.
+    """|minimum image| of a coordinate difference d with |d| < L: min(|d|, L − |d|).
 
-    Both positions are kept in [0, L), so |d| < L. No rounding instruction (a type conversion, issued
-    at a fraction of the FMA rate): see :func:`default_min_image` for when it pays. ``inv_box`` is
-    unused here; the ``rint`` form needs it.
+    Both positions are kept in [0, L), so |d| < L. Only squares of the image are used, so its sign is
+    dropped: |·| is free on a GPU (an operand modifier), which leaves one add and one min per
+    component, fewer instructions than compare-and-select (:func:`_image_select`) or rounding
+    (``rint``, a type conversion issued at a fraction of the FMA rate). ``inv_box`` and ``half_box``
+    serve the other two forms.
     """
+    a = abs(d)
+    return min(a, box - a)
+
+
+def _image_fold_select(d, box, inv_box, half_box):
+    """:func:`_image` with a compare and select instead of the min: a float64 min is no instruction on
+    the GPU (sm_90), and its NaN-propagating emulation costs about eight."""
+    a = abs(d)
+    return box - a if a > half_box else a
+
+
+def _image_select(d, box, inv_box, half_box):
+    """The signed minimum image by compare and select (the 2026-11-23 float32 kernel)."""
     d = d - box if d > half_box else d
-    return d + box if d < -half_box else d  # the CPU twin uses this form in float64 too (it vectorises)
+    return d + box if d < -half_box else d
+
+
+def _rsqrt(x):
+    """1/√x; the GPU kernels bind libdevice's rsqrt (float64: no IEEE division or square root)."""
+    return 1.0 / math.sqrt(x)
 
 
 def _u_cut(r2, box, half2, b5, u_shift, half, one):
-    """u(r) from r² (0 beyond L/2): −½b⁵(r⁻⁵ + (L − r)⁻⁵) + b⁵(2/L)⁵.
+    """u(r) from r²: −½b⁵(r⁻⁵ + (L − r)⁻⁵) + b⁵(2/L)⁵, with r² clamped to (L/2)² (u ≈ 0 there).
 
-    One division gives both inverses (q = 1/(r(L − r)), 1/r = (L − r)q, 1/(L − r) = rq): divisions
-    and square roots, not multiplications, bound this function on a GPU. Branch-free (a select), so
+    The clamp is the cut-off: every pair beyond L/2 gets the same bits, so it drops out of a pair
+    change exactly, with one min instead of a compare and a select. Inverses from reciprocal square
+    roots, 1/r = rsqrt(r²) and 1/(L − r) = rsqrt(L − r)²: an IEEE float64 division or square root is
+    a ten-instruction sequence on a GPU, rsqrt a hardware estimate and Newton steps. Branch-free, so
     CPU loops vectorise. ``half`` and ``one`` are 0.5 and 1 in the working precision, so that a
     float32 kernel is not promoted to float64 by literals.
     """
+    r2 = r2 if r2 < half2 else half2  # a min in float32 (fastmath); float64 has no min instruction
+    s = _rsqrt(r2)
+    rest = box - r2 * s
+    c = _rsqrt(rest)
+    t = c * c
+    s2 = s * s
+    t2 = t * t
+    return u_shift - half * b5 * (s2 * s2 * s + t2 * t2 * t)
+
+
+def _u_cut_divide(r2, box, half2, b5, u_shift, half, one):
+    """The same u(r) with a square root, one division and a select for the cut-off (the 2026-11-23
+    kernel): q = 1/(r(L − r)), 1/r = (L − r)q, 1/(L − r) = rq."""
     r = math.sqrt(r2)
     rest = box - r
     q = one / (r * rest)
@@ -115,7 +151,7 @@ def _compiled(functions, decorate, **bound):
 
 
 # fastmath lets LLVM vectorise the pair loop; a zero distance never reaches _u_cut (j ≠ i is masked)
-_pair_change_cpu = _compiled((_image, _u_cut, _pair_change), nb.njit(inline="always", fastmath=True))["_pair_change"]
+_pair_change_cpu = _compiled((_image, _rsqrt, _u_cut, _pair_change), nb.njit(inline="always", fastmath=True))["_pair_change"]
 
 
 def _wrap(x, box):
@@ -241,21 +277,34 @@ def available() -> bool:
     return cuda_bec.available()
 
 
+MIN_IMAGES = ("fold", "fold_select", "select", "rint")
+INVERSES = ("rsqrt", "divide")
+
+
 def default_min_image(single: bool) -> str:
-    """The faster minimum image on an H100 (``benchmarks/results/helium_gpu_h100v4_2026-11-23.json``,
-    stage ``variants``): compare-and-select in float32 (2–4 % faster than rint), rint in float64
-    (5–10 % faster than compare-and-select)."""
-    return "select" if single else "rint"
+    """The faster minimum image on an H100 (stage ``variants`` of ``benchmarks/helium_gpu.py``): the
+    fold with a min in float32, with a select in float64."""
+    return "fold" if single else "fold_select"
+
+
+def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt") -> dict:
+    """The GPU kernels for float32 (``single``) or float64 coordinates and sums.
+
+    Forms of the pair term, all the same u(r) to round-off (the stage ``variants`` of
+    ``benchmarks/helium_gpu.py`` times them): ``min_image`` "fold" (:func:`_image`), "fold_select"
+    (:func:`_image_fold_select`), "select" (:func:`_image_select`) or "rint" (d − L·rint(d/L); the
+    simulator has no rint and uses "fold"), default :func:`default_min_image`; ``inverse`` "rsqrt"
+    (:func:`_u_cut`) or "divide" (:func:`_u_cut_divide`).
+    """
+    return _kernels(bool(single), default_min_image(single) if min_image is None else min_image, inverse)
 
 
 @functools.lru_cache(maxsize=None)
-def kernels(single: bool, min_image: str | None = None) -> dict:
-    """The GPU kernels for float32 (``single``) or float64 coordinates and sums.
-
-    ``min_image`` "select" (:func:`_image`) or "rint" (d − L·rint(d/L)); both give the same image
-    for |d| < L up to the cut-off at L/2, where the pair term vanishes. Default: :func:`default_min_image`.
-    """
-    min_image = default_min_image(single) if min_image is None else min_image
+def _kernels(single: bool, min_image: str, inverse: str) -> dict:
+    if min_image not in MIN_IMAGES:
+        raise ValueError(f"min_image must be one of {', '.join(MIN_IMAGES)}, got {min_image!r}")
+    if inverse not in INVERSES:
+        raise ValueError(f"inverse must be one of {', '.join(INVERSES)}, got {inverse!r}")
     import numba
 
     c = _cuda()
@@ -266,30 +315,37 @@ def kernels(single: bool, min_image: str | None = None) -> dict:
     # (2 ulp) and flushes denormals.
     fast = single and not simulated()
     generation_kw = dict(kw, fastmath=True) if fast else kw
-    bound = {}
-    if min_image == "rint" and not simulated():
+    device = c.jit(**generation_kw)
+    image = {"select": _image_select, "fold_select": _image_fold_select}.get(min_image, _image)
+    # the simulator runs Python: NumPy's division gives inf for the unused i = j term, as the GPU does
+    rsqrt = (lambda x: np.float64(1.0) / np.sqrt(x)) if simulated() else None  # noqa: E731
+    if not simulated():
         from numba.cuda import libdevice
 
-        rint = libdevice.rintf if single else libdevice.rint
-        bound["_image"] = c.jit(**kw)(lambda d, box, inv_box, half_box: d - box * rint(d * inv_box))
-    elif min_image not in ("select", "rint"):
-        raise ValueError(f"min_image must be select or rint, got {min_image!r}")
-    functions = (_u_cut, _pair_change) if bound else (_image, _u_cut, _pair_change)
-    pair_change = _compiled(functions, c.jit(**generation_kw), **bound)["_pair_change"]
+        if min_image == "rint":
+            rint = libdevice.rintf if single else libdevice.rint
+            image = lambda d, box, inv_box, half_box: d - box * rint(d * inv_box)  # noqa: E731
+        hardware_rsqrt = libdevice.rsqrtf if single else libdevice.rsqrt
+        rsqrt = lambda x: hardware_rsqrt(x)  # noqa: E731
+    bound = {"_image": device(image), "_rsqrt": device(rsqrt)}
+    u_cut = _u_cut_divide if inverse == "divide" else _u_cut
+    bound["_u_cut"] = _compiled((u_cut,), device, **bound)[u_cut.__name__]
+    pair_change = _compiled((_pair_change,), device, **bound)["_pair_change"]
     wrap = c.jit(**generation_kw)(_wrap)
     potential_ns = dict(vars(_helium))
     aziz = c.jit(**kw)(types.FunctionType(_helium.aziz_potential.py_func.__code__, potential_ns, "aziz_potential"))
-    uniform = cuda_rng.uniform
-    normal_pair = cuda_rng.normal_pair
+    next_uint64 = cuda_rng.next_uint64
+    uniform_from_bits = cuda_rng.uniform_from_bits
+    box_muller = cuda_rng.box_muller
     real = numba.float32 if single else numba.float64
     u64 = numba.uint64
-    i32 = numba.int32
+    u32 = numba.uint32
     FULL = 0xFFFFFFFF
 
     @c.jit(**kw)
     def block_sum_shuffle(value, sums):
         """Sum of ``value`` over the block (every thread gets it): warp shuffles, one shared slot per
-        warp, two barriers."""
+        warp, one barrier. A barrier must come before ``sums`` is written again."""
         lane = cuda.threadIdx.x % 32
         warp = cuda.threadIdx.x // 32
         offset = 16
@@ -302,12 +358,12 @@ def kernels(single: bool, min_image: str | None = None) -> dict:
         total = sums[0] * 0.0
         for k in range((cuda.blockDim.x + 31) // 32):
             total += sums[k]
-        cuda.syncthreads()  # sums may be reused right after
         return total
 
     @c.jit(**kw)
     def block_sum_tree(value, sums):
-        """The same sum as a shared-memory tree (the simulator has no warp shuffles); log2(T) + 1 barriers."""
+        """The same sum as a shared-memory tree (the simulator has no warp shuffles); log2(T) + 1 barriers,
+        and again a barrier before ``sums`` is written again."""
         t = cuda.threadIdx.x
         sums[t] = value
         cuda.syncthreads()
@@ -317,42 +373,62 @@ def kernels(single: bool, min_image: str | None = None) -> dict:
                 sums[t] += sums[t + stride]
             cuda.syncthreads()
             stride //= 2
-        total = sums[0]
-        cuda.syncthreads()
-        return total
+        return sums[0]
 
     block_sum = block_sum_tree if simulated() else block_sum_shuffle
     SLOTS = 1024 if simulated() else 32  # shared slots of the block sum
+    PROPOSALS_PER_DRAW = 32  # one lane of warp 0 per microupdate (blocks have ≥ 32 threads)
+
+    @c.jit(**kw)
+    def draw_proposals(st, draws, bits, count, N, sigma):
+        """The next ``count`` ≤ 32 microupdates' random numbers, in the CPU kernel's stream order.
+
+        Thread 0 draws the 6·count raw 64-bit numbers (the xoroshiro128+ recurrence is sequential);
+        lane b of warp 0 turns microupdate b's into draws[b] = (j, δx, δy, δz, ξ) (float64; δ in Å).
+        Batching moves the uniforms' conversions and Box–Muller's log, √, cos and sin off the single
+        thread that used to do them between two barriers of every microupdate.
+        """
+        t = cuda.threadIdx.x
+        if t == 0:
+            for b in range(count):
+                for q in range(6):
+                    bits[b, q] = next_uint64(st, 0)
+        cuda.syncthreads()
+        if t < count:
+            j = min(int(uniform_from_bits(bits[t, 0]) * N), N - 1)
+            z0, z1 = box_muller(uniform_from_bits(bits[t, 1]), uniform_from_bits(bits[t, 2]))
+            z2, _ = box_muller(uniform_from_bits(bits[t, 3]), uniform_from_bits(bits[t, 4]))  # one discarded
+            draws[t, 0] = j
+            draws[t, 1] = sigma * z0
+            draws[t, 2] = sigma * z1
+            draws[t, 3] = sigma * z2
+            draws[t, 4] = uniform_from_bits(bits[t, 5])
+        cuda.syncthreads()
 
     @c.jit(**generation_kw)
-    def chain(X, Y, Z, st, box, inv_box, half2, b5, u_shift, n_micro, sigma, move, warp_sums, out,
+    def chain(X, Y, Z, st, box, inv_box, half2, b5, u_shift, n_micro, sigma, draws, bits, warp_sums, out,
               m_write, w):
         """The persistent loop of one walker; X, Y, Z are shared or global (N,) arrays."""
-        # 32-bit indices: 64-bit index arithmetic costs extra instructions in the pair loop
-        t = i32(cuda.threadIdx.x)
-        T = i32(cuda.blockDim.x)
-        N = i32(X.shape[0])
-        last = i32(N - T)  # two atoms per trip while i + T < N
-        step2 = i32(2 * T)
+        # 32-bit unsigned indices: 64-bit index arithmetic, and numba's negative-index wrap-around of
+        # signed ones, cost extra instructions in the pair loop
+        t = u32(cuda.threadIdx.x)
+        T = u32(cuda.blockDim.x)
+        N = u32(X.shape[0])
+        last = u32(N - T) if N > T else u32(0)  # two atoms per trip while i + T < N
+        step2 = u32(2 * T)
         n_acc = 0
-        if t == 0:  # the first proposal
-            j = min(int(uniform(st, 0) * N), N - 1)
-            z0, z1 = normal_pair(st, 0)
-            z2, _ = normal_pair(st, 0)
-            move[0] = j
-            move[1] = sigma * z0
-            move[2] = sigma * z1
-            move[3] = sigma * z2
-        cuda.syncthreads()
         write = 0
         for k in range(n_micro):
-            j = i32(move[0])
+            b = k % PROPOSALS_PER_DRAW
+            if b == 0:
+                draw_proposals(st, draws, bits, min(PROPOSALS_PER_DRAW, n_micro - k), N, sigma)
+            j = u32(draws[b, 0])
             xo = X[j]
             yo = Y[j]
             zo = Z[j]
-            xn = wrap(xo + real(move[1]), box)
-            yn = wrap(yo + real(move[2]), box)
-            zn = wrap(zo + real(move[3]), box)
+            xn = wrap(xo + real(draws[b, 1]), box)
+            yn = wrap(yo + real(draws[b, 2]), box)
+            zn = wrap(zo + real(draws[b, 3]), box)
             # two atoms per trip, two partial sums, 32-bit indices: numba's range(t, N, T) costs a 64-bit
             # trip count and five integer instructions per trip (numba's FMA probe in benchmarks/
             # helium_gpu.py issues at 57 % for that reason), and two independent pair terms overlap their
@@ -361,35 +437,25 @@ def kernels(single: bool, min_image: str | None = None) -> dict:
             part0 = zero
             part1 = zero
             i = t
-            while i < last:  # i32() on every index: numba widens int32 arithmetic to 64 bits
+            while i < last:  # u32() on every index: numba widens 32-bit arithmetic to 64 bits
                 v0 = pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, b5, u_shift,
                                  real(0.5), real(1.0))
-                k1 = i32(i + T)
+                k1 = u32(i + T)
                 v1 = pair_change(xo, yo, zo, xn, yn, zn, X[k1], Y[k1], Z[k1], box, inv_box, half2, b5, u_shift,
                                  real(0.5), real(1.0))
                 part0 += v0 if i != j else zero  # a select: the i = j term (r = 0) is never used
                 part1 += v1 if k1 != j else zero
-                i = i32(i + step2)
+                i = u32(i + step2)
             if i < N and i != j:
                 part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, b5, u_shift,
                                      real(0.5), real(1.0))
             total = block_sum(part0 + part1, warp_sums)
-            if t == 0:
-                xi = uniform(st, 0)
-                if xi < math.exp(min(2.0 * float(total), 0.0)):
-                    X[j] = xn
-                    Y[j] = yn
-                    Z[j] = zn
-                    n_acc += 1
-                if k + 1 < n_micro:
-                    j = min(int(uniform(st, 0) * N), N - 1)
-                    z0, z1 = normal_pair(st, 0)
-                    z2, _ = normal_pair(st, 0)
-                    move[0] = j
-                    move[1] = sigma * z0
-                    move[2] = sigma * z1
-                    move[3] = sigma * z2
-            cuda.syncthreads()
+            if t == 0 and draws[b, 4] < math.exp(min(2.0 * float(total), 0.0)):
+                X[j] = xn
+                Y[j] = yn
+                Z[j] = zn
+                n_acc += 1
+            cuda.syncthreads()  # the move is seen, and warp_sums free, before the next microupdate
             if m_write > 0 and (k + 1) % m_write == 0 and write < out.shape[0]:
                 # a writeout: the configuration after every m_write microupdates (m macroupdates)
                 for i in range(t, N, T):
@@ -415,13 +481,14 @@ def kernels(single: bool, min_image: str | None = None) -> dict:
             Y[i] = coords[w, 1, i]
             Z[i] = coords[w, 2, i]
         warp_sums = cuda.shared.array(SLOTS, dtype=real)
-        move = cuda.shared.array(4, dtype=numba.float64)
+        draws = cuda.shared.array((PROPOSALS_PER_DRAW, 5), dtype=numba.float64)
+        bits = cuda.shared.array((PROPOSALS_PER_DRAW, 6), dtype=u64)
         st = cuda.local.array((1, 2), u64)
         st[0, 0] = states[0, w]
         st[0, 1] = states[1, w]
         cuda.syncthreads()
-        n_acc = chain(X, Y, Z, st, real(box), real(inv_box), real(half2), real(b5), real(u_shift), n_micro, sigma, move,
-                      warp_sums, out, m_write, w)
+        n_acc = chain(X, Y, Z, st, real(box), real(inv_box), real(half2), real(b5), real(u_shift), n_micro, sigma, draws,
+                      bits, warp_sums, out, m_write, w)
         cuda.syncthreads()
         for i in range(t, N, cuda.blockDim.x):
             coords[w, 0, i] = X[i]
@@ -438,13 +505,14 @@ def kernels(single: bool, min_image: str | None = None) -> dict:
         w = cuda.blockIdx.x
         t = cuda.threadIdx.x
         warp_sums = cuda.shared.array(SLOTS, dtype=real)
-        move = cuda.shared.array(4, dtype=numba.float64)
+        draws = cuda.shared.array((PROPOSALS_PER_DRAW, 5), dtype=numba.float64)
+        bits = cuda.shared.array((PROPOSALS_PER_DRAW, 6), dtype=u64)
         st = cuda.local.array((1, 2), u64)
         st[0, 0] = states[0, w]
         st[0, 1] = states[1, w]
         cuda.syncthreads()
         n_acc = chain(coords[w, 0], coords[w, 1], coords[w, 2], st, real(box), real(inv_box), real(half2),
-                      real(b5), real(u_shift), n_micro, sigma, move, warp_sums, out, m_write, w)
+                      real(b5), real(u_shift), n_micro, sigma, draws, bits, warp_sums, out, m_write, w)
         if t == 0:
             states[0, w] = st[0, 0]
             states[1, w] = st[0, 1]
@@ -493,7 +561,9 @@ def kernels(single: bool, min_image: str | None = None) -> dict:
                 gz += cr * dz
             grad2 += gx * gx + gy * gy + gz * gz
         v_total = block_sum(v_sum, warp_sums)
+        cuda.syncthreads()
         lap_total = block_sum(lap, warp_sums)
+        cuda.syncthreads()
         g_total = block_sum(grad2, warp_sums)
         if t == 0:
             out[w, 0] = v_total
@@ -533,6 +603,7 @@ def kernels(single: bool, min_image: str | None = None) -> dict:
 
 SHARED_LIMIT_BYTES = 200 * 1024  # leave room below the H100's 227 KB per block
 DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
+STATIC_SHARED_BYTES = 32 * 8 + 32 * (5 + 6) * 8  # the block sum's slots, the batch of random numbers
 
 
 def _opt_in_shared(dispatcher, args, nbytes: int):
@@ -556,13 +627,14 @@ class HeliumChains:
 
     positions (W, N, 3) in Å; states (W, 2) uint64 (one xoroshiro128+ stream per chain);
     sigma: Gaussian step per component (Å); dtype float64 or float32; memory "auto" | "shared" |
-    "global" (where the coordinates live during a launch); min_image: see :func:`kernels`.
+    "global" (where the coordinates live during a launch); min_image, inverse: forms of the pair
+    term, see :func:`kernels`.
     """
 
     backend = "cuda"
 
     def __init__(self, system, positions, states, sigma: float, threads: int | None = None, dtype=np.float64,
-                 memory: str = "auto", min_image: str | None = None):
+                 memory: str = "auto", min_image: str | None = None, inverse: str = "rsqrt"):
         c = _cuda()
         self.system = system
         self.dtype = np.dtype(dtype)
@@ -591,7 +663,7 @@ class HeliumChains:
         self.states = c.to_device(np.ascontiguousarray(np.asarray(states, dtype=np.uint64).T))
         self.accepted = c.to_device(np.zeros(W, dtype=np.int64))
         self.proposed = 0
-        self._k = kernels(self.dtype == np.float32, min_image)
+        self._k = kernels(self.dtype == np.float32, min_image, inverse)
         self._no_out = c.device_array((0, W, 3, N), dtype=self.dtype)
         self.n_walkers, self.n_atoms = W, N
         self._launchers = {}
@@ -609,7 +681,7 @@ class HeliumChains:
         if self.memory == "shared":
             shared_bytes = 3 * self.n_atoms * self.dtype.itemsize
             kernel = self._k["generate_shared"]
-            if shared_bytes + 1024 > DEFAULT_SHARED_BYTES and not simulated():  # + the static shared arrays
+            if shared_bytes + STATIC_SHARED_BYTES > DEFAULT_SHARED_BYTES and not simulated():
                 key = type(out).__name__  # a specialisation per array kind (device or mapped)
                 if key not in self._launchers:
                     self._launchers[key] = _opt_in_shared(kernel, args, shared_bytes)
