@@ -214,7 +214,7 @@ def acceptance(counts):
             "singular_swap_rebuilds": int(c[REBUILDS])}
 
 
-def gpu_run(L, chains, n_eq, n_acc, refresh, tp=4, bf=8, keep_state=False, algorithm="thesis"):
+def gpu_run(L, chains, n_eq, n_acc, refresh, tp=None, bf=8, keep_state=False, algorithm="thesis"):
     system, state, states = start(L, chains)
     gpu = lc.CudaChains(system, state, states, refresh_every=refresh, threads_per_column=tp, bfactor=bf,
                         algorithm=algorithm)
@@ -335,8 +335,8 @@ def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh):
         t_med = median(total)
         row = {"algorithm": algorithm, "L": L, "n_sites": system.n_sites, "n_electrons": system.n_electrons, "M": system.size,
                "chains": cfg["chains"], "sweeps": [cfg["n_eq"], cfg["n_acc"]], "refresh_every": cfg["refresh"],
-               "threads": gpu.threads, "shared_bytes": gpu.shared_bytes,
-               "t_eq_s": t_eq, "t_acc_s": t_acc, "t_total_s": total, "t_total_median_s": t_med,
+               "threads": gpu.threads, "T_P": gpu.threads_per_column, "bfactor": gpu.bfactor,
+               "shared_bytes": gpu.shared_bytes, "t_eq_s": t_eq, "t_acc_s": t_acc, "t_total_s": total, "t_total_median_s": t_med,
                "chain_sweeps_per_s": cfg["chains"] * (cfg["n_eq"] + cfg["n_acc"]) / t_med,
                "proposals_per_s_per_chain": system.n_electrons * (cfg["n_eq"] + cfg["n_acc"]) / t_med,
                "acceptance": acceptance(gpu.counts), "drift_max": float(gpu.drift.max()),

@@ -2,8 +2,8 @@
 notebook reads): Table 6.2's workload per L (our GPU, one CPU core, all cores), the T_P × bfactor scan,
 the chain-count scan and the twin checks.
 
-    python benchmarks/lattice_report.py benchmarks/results/lattice_chains_h100_2026-11-23.json \
-        benchmarks/results/lattice_chains_h100_2026-11-23.json   (its gpu_tracked rows)
+    python benchmarks/lattice_report.py benchmarks/results/lattice_chains_h100v2_2026-11-23.json \
+        benchmarks/results/lattice_chains_h100v2_2026-11-23.json   (its gpu_tracked rows)
 """
 import json
 import sys
@@ -16,9 +16,13 @@ def convert(results: dict) -> dict:
     machine = results["machine"]
     gpu, one, every = results["gpu"], results.get("cpu_one_core") or {}, results.get("cpu_all_cores") or {}
     table = []
+    kernel = results.get("kernel") or {}
     for key, row in sorted(gpu.items(), key=lambda kv: int(kv[0])):
+        # T_P and bfactor: the row's own (from 2026-11-23 on), else the kernel record's, else study 000's
+        layout = kernel.get(key, {})
+        tp = row.get("T_P", layout.get("threads_per_column", 4))
         entry = {"L": row["L"], "gpu_s": row["t_total_median_s"],
-                 "gpu_settings": {"threads_per_col": row.get("T_P", 4), "bfactor": row.get("bfactor", 8),
+                 "gpu_settings": {"threads_per_col": tp, "bfactor": row.get("bfactor", layout.get("bfactor", 8)),
                                   "chains": row["chains"], "algorithm": row.get("algorithm", "thesis")},
                  "energy_per_site": [row["energy"]["energy_per_site"], row["energy"]["error"]],
                  "cpu_one_core_s": one.get(key, {}).get("t_total_s"), "cpu_all_cores_s": every.get(key, {}).get("t_total_s"),

@@ -14,7 +14,8 @@ sum in another order than the CPU).
 GPU design (study 000 §4, on today's hardware)
 
 * one thread block per chain; the block has T = T_P·M threads rounded up to a multiple of 32 (T_P
-  "threads per column", default 4, M = N_p + ghost the matrix side); ``bfactor`` (default 8) must
+  "threads per column", study 000's 4, or 2 for M ≥ 64: :func:`default_threads_per_column`; M = N_p + ghost
+  the matrix side); ``bfactor`` (default 8) must
   divide 32 (so its groups sit inside warps);
 * A⁻¹ (M×M float64, rows = down labels, columns = up labels), the site lists and occupations live in
   SHARED memory for the whole launch (105 KB per block at L = 15 with the work vectors and the
@@ -103,6 +104,16 @@ SHARED_LIMIT_BYTES = 227 * 1024  # the H100's largest dynamic shared memory per 
 DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
 
 
+def default_threads_per_column(size: int) -> int:
+    """T_P of :class:`CudaChains` for a matrix side M = ``size``: study 000's 4, but 2 from M = 64 on.
+
+    On an H100 (benchmarks/results/lattice_chains_h100v2_2026-11-23.md) T_P = 2 is faster at L = 15
+    (M = 103) since the partial sums take eight terms per trip, and 4 at L = 5 and 9 (M = 13, 38),
+    where fewer threads leave too little to do in parallel.
+    """
+    return 4 if size < 64 else 2
+
+
 def _cuda():
     return cuda_import.bind(globals())
 
@@ -187,6 +198,7 @@ def kernels(max_registers: int = 255) -> dict:
     uniform = cuda_rng.uniform
     f64 = numba.float64
     i32 = numba.int32
+    u32 = numba.uint32
     u64 = numba.uint64
     FULL = 0xFFFFFFFF
     SINGULAR = SINGULAR_RATIO
@@ -393,37 +405,100 @@ def kernels(max_registers: int = 255) -> dict:
     # --- column and row dot products (T_P threads per column, bfactor threads per row) ------------
     @dev
     def col_partial(A, M, pv, col, sub, TP):
-        """Σ_{l ≡ sub (mod T_P)} pv[l] · A⁻¹[l, col] (two accumulators; pv staged in shared memory)."""
+        """Σ_{l ≡ sub (mod T_P)} pv[l] · A⁻¹[l, col] (four accumulators; pv staged in shared memory).
+
+        Unsigned 32-bit indices (no negative-index wrap-around, no 64-bit address arithmetic) and eight
+        terms per trip with their sixteen loads issued before the multiply-adds, so that one trip waits
+        for one shared-memory latency instead of eight (this loop is most of a swap proposal)."""
+        M = u32(M)
+        TP = u32(TP)
         p0 = 0.0
         p1 = 0.0
+        p2 = 0.0
+        p3 = 0.0
         if col < M:
-            l = sub
-            e = sub * M + col
-            step = TP * M
-            while l + TP < M:
+            l = u32(sub)
+            e = u32(sub * M + col)
+            step = u32(TP * M)
+            while l + u32(7 * TP) < M:  # eight terms per trip: one shared-memory latency per eight
+                a0 = A[e]
+                a1 = A[u32(e + step)]
+                a2 = A[u32(e + 2 * step)]
+                a3 = A[u32(e + 3 * step)]
+                a4 = A[u32(e + 4 * step)]
+                a5 = A[u32(e + 5 * step)]
+                a6 = A[u32(e + 6 * step)]
+                a7 = A[u32(e + 7 * step)]
+                v0 = pv[l]
+                v1 = pv[u32(l + TP)]
+                v2 = pv[u32(l + 2 * TP)]
+                v3 = pv[u32(l + 3 * TP)]
+                v4 = pv[u32(l + 4 * TP)]
+                v5 = pv[u32(l + 5 * TP)]
+                v6 = pv[u32(l + 6 * TP)]
+                v7 = pv[u32(l + 7 * TP)]
+                p0 += v0 * a0
+                p1 += v1 * a1
+                p2 += v2 * a2
+                p3 += v3 * a3
+                p0 += v4 * a4
+                p1 += v5 * a5
+                p2 += v6 * a6
+                p3 += v7 * a7
+                l = u32(l + 8 * TP)
+                e = u32(e + 8 * step)
+            if l + u32(3 * TP) < M:  # four more, then one at a time
+                a0 = A[e]
+                a1 = A[u32(e + step)]
+                a2 = A[u32(e + 2 * step)]
+                a3 = A[u32(e + 3 * step)]
+                v0 = pv[l]
+                v1 = pv[u32(l + TP)]
+                v2 = pv[u32(l + 2 * TP)]
+                v3 = pv[u32(l + 3 * TP)]
+                p0 += v0 * a0
+                p1 += v1 * a1
+                p2 += v2 * a2
+                p3 += v3 * a3
+                l = u32(l + 4 * TP)
+                e = u32(e + 4 * step)
+            while l < M:
                 p0 += pv[l] * A[e]
-                p1 += pv[l + TP] * A[e + step]
-                l += 2 * TP
-                e += 2 * step
-            if l < M:
-                p0 += pv[l] * A[e]
-        return p0 + p1
+                l = u32(l + TP)
+                e = u32(e + step)
+        return (p0 + p1) + (p2 + p3)
 
     @dev
     def row_partial(A, M, pv, r, sub, BF):
-        """Σ_{k ≡ sub (mod bfactor)} A⁻¹[r, k] · pv[k] (two accumulators)."""
+        """Σ_{k ≡ sub (mod bfactor)} A⁻¹[r, k] · pv[k] (four accumulators, as :func:`col_partial`)."""
+        M = u32(M)
+        BF = u32(BF)
         p0 = 0.0
         p1 = 0.0
+        p2 = 0.0
+        p3 = 0.0
         if r < M:
-            base = r * M
-            k = sub
-            while k + BF < M:
-                p0 += A[base + k] * pv[k]
-                p1 += A[base + k + BF] * pv[k + BF]
-                k += 2 * BF
-            if k < M:
-                p0 += A[base + k] * pv[k]
-        return p0 + p1
+            base = u32(r * M)
+            k = u32(sub)
+            while k + u32(3 * BF) < M:
+                e = u32(base + k)
+                a0 = A[e]
+                a1 = A[u32(e + BF)]
+                a2 = A[u32(e + 2 * BF)]
+                a3 = A[u32(e + 3 * BF)]
+                v0 = pv[k]
+                v1 = pv[u32(k + BF)]
+                v2 = pv[u32(k + 2 * BF)]
+                v3 = pv[u32(k + 3 * BF)]
+                p0 += a0 * v0
+                p1 += a1 * v1
+                p2 += a2 * v2
+                p3 += a3 * v3
+                k = u32(k + 4 * BF)
+            while k < M:
+                p0 += A[u32(base + k)] * pv[k]
+                k = u32(k + BF)
+        return (p0 + p1) + (p2 + p3)
 
     @dev
     def stage(pv, table, row, idx, M):
@@ -471,46 +546,82 @@ def kernels(max_registers: int = 255) -> dict:
         cuda.syncthreads()
 
     @dev
+    def updated(a, keep, f, c):
+        """One Sherman–Morrison element: c (the divided row or column itself, keep = 0) or a − f·c."""
+        return a - f * c if keep != 0.0 else c
+
+    @dev
     def apply_up(A, M, k, ratio, vec, cpy, tcol, tsub, cper, TP):
-        """update_up: column k ← cpy / ratio; column c ≠ k −= vec[c] · (cpy / ratio); ends with a barrier."""
+        """update_up: column k ← cpy / ratio; column c ≠ k −= vec[c] · (cpy / ratio); ends with a barrier.
+
+        Four elements per trip, all loads before the stores (A and cpy are views of one shared array, so
+        the compiler may not move a load above an earlier store: one trip per element would wait for
+        a shared-memory latency each)."""
         inv_r = 1.0 / ratio
-        step = TP * M
-        col = tcol
+        M = u32(M)
+        TP = u32(TP)
+        step = u32(TP * M)
+        col = u32(tcol)
         while col < M:
-            l = tsub
-            e = tsub * M + col
-            if col == k:
-                while l < M:
-                    A[e] = cpy[l] * inv_r
-                    l += TP
-                    e += step
-            else:
-                f = vec[col]
-                while l < M:
-                    A[e] -= f * (cpy[l] * inv_r)
-                    l += TP
-                    e += step
-            col += cper
+            l = u32(tsub)
+            e = u32(tsub * M + col)
+            f = 0.0 if col == k else vec[col]
+            keep = 0.0 if col == k else 1.0  # column k: A ← cpy / ratio; others: A − f cpy / ratio
+            while l + u32(3 * TP) < M:
+                a0 = A[e]
+                a1 = A[u32(e + step)]
+                a2 = A[u32(e + 2 * step)]
+                a3 = A[u32(e + 3 * step)]
+                c0 = cpy[l] * inv_r
+                c1 = cpy[u32(l + TP)] * inv_r
+                c2 = cpy[u32(l + 2 * TP)] * inv_r
+                c3 = cpy[u32(l + 3 * TP)] * inv_r
+                A[e] = updated(a0, keep, f, c0)
+                A[u32(e + step)] = updated(a1, keep, f, c1)
+                A[u32(e + 2 * step)] = updated(a2, keep, f, c2)
+                A[u32(e + 3 * step)] = updated(a3, keep, f, c3)
+                l = u32(l + 4 * TP)
+                e = u32(e + 4 * step)
+            while l < M:
+                A[e] = updated(A[e], keep, f, cpy[l] * inv_r)
+                l = u32(l + TP)
+                e = u32(e + step)
+            col = u32(col + cper)
         cuda.syncthreads()
 
     @dev
     def apply_down(A, M, l, ratio, vec, cpy, trow, tsub, rper, BF):
-        """update_down: row l ← cpy / ratio; row r ≠ l −= vec[r] · (cpy / ratio); ends with a barrier."""
+        """update_down: row l ← cpy / ratio; row r ≠ l −= vec[r] · (cpy / ratio); ends with a barrier
+        (four elements per trip, as :func:`apply_up`)."""
         inv_r = 1.0 / ratio
-        r = trow
+        M = u32(M)
+        BF = u32(BF)
+        r = u32(trow)
         while r < M:
-            base = r * M
-            k = tsub
-            if r == l:
-                while k < M:
-                    A[base + k] = cpy[k] * inv_r
-                    k += BF
-            else:
-                g = vec[r]
-                while k < M:
-                    A[base + k] -= g * (cpy[k] * inv_r)
-                    k += BF
-            r += rper
+            base = u32(r * M)
+            k = u32(tsub)
+            g = 0.0 if r == l else vec[r]
+            keep = 0.0 if r == l else 1.0
+            while k + u32(3 * BF) < M:
+                e = u32(base + k)
+                a0 = A[e]
+                a1 = A[u32(e + BF)]
+                a2 = A[u32(e + 2 * BF)]
+                a3 = A[u32(e + 3 * BF)]
+                c0 = cpy[k] * inv_r
+                c1 = cpy[u32(k + BF)] * inv_r
+                c2 = cpy[u32(k + 2 * BF)] * inv_r
+                c3 = cpy[u32(k + 3 * BF)] * inv_r
+                A[e] = updated(a0, keep, g, c0)
+                A[u32(e + BF)] = updated(a1, keep, g, c1)
+                A[u32(e + 2 * BF)] = updated(a2, keep, g, c2)
+                A[u32(e + 3 * BF)] = updated(a3, keep, g, c3)
+                k = u32(k + 4 * BF)
+            while k < M:
+                e = u32(base + k)
+                A[e] = updated(A[e], keep, g, cpy[k] * inv_r)
+                k = u32(k + BF)
+            r = u32(r + rper)
         cuda.syncthreads()
 
     @dev
@@ -677,22 +788,70 @@ def kernels(max_registers: int = 255) -> dict:
                 s1 = 0.0
                 s2 = 0.0
                 s3 = 0.0
-                i0 = r * rs
-                i1 = c1 * rs
-                i2 = c2 * rs
-                i3 = c3 * rs
-                it = col
-                for _ in range(M):
+                # unsigned 32-bit indices, four k per trip with their loads first (latency, not FMAs,
+                # bounds this loop)
+                i0 = u32(r * rs)
+                i1 = u32(c1 * rs)
+                i2 = u32(c2 * rs)
+                i3 = u32(c3 * rs)
+                ks32 = u32(ks)
+                it = u32(col)
+                k = u32(0)
+                while k + u32(3) < u32(M):  # four k per trip, all twenty loads before the sixteen FMAs
+                    t0 = tile[it]
+                    t1 = tile[u32(it + TW)]
+                    t2 = tile[u32(it + 2 * TW)]
+                    t3 = tile[u32(it + 3 * TW)]
+                    x0 = A[i0]
+                    x1 = A[i1]
+                    x2 = A[i2]
+                    x3 = A[i3]
+                    y0 = A[u32(i0 + ks32)]
+                    y1 = A[u32(i1 + ks32)]
+                    y2 = A[u32(i2 + ks32)]
+                    y3 = A[u32(i3 + ks32)]
+                    z0 = A[u32(i0 + 2 * ks32)]
+                    z1 = A[u32(i1 + 2 * ks32)]
+                    z2 = A[u32(i2 + 2 * ks32)]
+                    z3 = A[u32(i3 + 2 * ks32)]
+                    q0 = A[u32(i0 + 3 * ks32)]
+                    q1 = A[u32(i1 + 3 * ks32)]
+                    q2 = A[u32(i2 + 3 * ks32)]
+                    q3 = A[u32(i3 + 3 * ks32)]
+                    s0 += x0 * t0
+                    s1 += x1 * t0
+                    s2 += x2 * t0
+                    s3 += x3 * t0
+                    s0 += y0 * t1
+                    s1 += y1 * t1
+                    s2 += y2 * t1
+                    s3 += y3 * t1
+                    s0 += z0 * t2
+                    s1 += z1 * t2
+                    s2 += z2 * t2
+                    s3 += z3 * t2
+                    s0 += q0 * t3
+                    s1 += q1 * t3
+                    s2 += q2 * t3
+                    s3 += q3 * t3
+                    i0 = u32(i0 + 4 * ks32)
+                    i1 = u32(i1 + 4 * ks32)
+                    i2 = u32(i2 + 4 * ks32)
+                    i3 = u32(i3 + 4 * ks32)
+                    it = u32(it + 4 * TW)
+                    k = u32(k + 4)
+                while k < u32(M):
                     tv = tile[it]
                     s0 += A[i0] * tv
                     s1 += A[i1] * tv
                     s2 += A[i2] * tv
                     s3 += A[i3] * tv
-                    i0 += ks
-                    i1 += ks
-                    i2 += ks
-                    i3 += ks
-                    it += TW
+                    i0 = u32(i0 + ks32)
+                    i1 = u32(i1 + ks32)
+                    i2 = u32(i2 + ks32)
+                    i3 = u32(i3 + ks32)
+                    it = u32(it + TW)
+                    k = u32(k + 1)
                 if a < NS:
                     out[r * ro + a * ao] = s0
                     if r1 < M:
@@ -1565,7 +1724,7 @@ class CudaChains:
 
     ``state``: the chain arrays of :meth:`LatticeRVB.random_configurations`; ``states`` (W, 2) uint64
     streams; ``threads_per_column`` (T_P) and ``bfactor``: the thread layouts of the column (up) and
-    row (down) updates, each in {1, 2, 4, 8, 16, 32}; ``max_registers`` per thread (default
+    row (down) updates, each in {1, 2, 4, 8, 16, 32} (T_P default :func:`default_threads_per_column`); ``max_registers`` per thread (default
     :func:`default_max_registers` of the block size; each value compiles its own kernel); ``algorithm``:
     "thesis" (default, the kernel of the module docstring) or "tracked" (F and G kept up to date in
     global scratch between moves: ``run_chains_tracked_gpu``, the twin of
@@ -1575,11 +1734,13 @@ class CudaChains:
     backend = "cuda"
 
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
-                 refresh_every: int = REFRESH_EVERY, threads_per_column: int = 4, bfactor: int = 8,
+                 refresh_every: int = REFRESH_EVERY, threads_per_column: int | None = None, bfactor: int = 8,
                  max_registers: int | None = None, algorithm: str = "thesis"):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
         self.algorithm = algorithm
+        if threads_per_column is None:
+            threads_per_column = default_threads_per_column(system.size)
         for name, value in (("threads_per_column", threads_per_column), ("bfactor", bfactor)):
             if isinstance(value, bool) or value not in GROUP_SIZES:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, GROUP_SIZES))}, got {value!r}")
