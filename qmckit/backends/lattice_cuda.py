@@ -56,11 +56,12 @@ GPU design (study 000 §4, on today's hardware)
   count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/lattice_chains.py, 32 chains, 5000 + 5000 sweeps, rebuild every
-sweep): L = 5, 9, 15 in 0.82, 2.9 and 17.2 s (Tesla M2070, bfactor 8: 3.19, 17.37, 309.72 s). At
-L = 15 a proposal costs ≈ 4.5 µs, a rebuild ≈ 0.6 ms and a measurement ≈ 0.45 ms per chain: the
-block is latency bound (Nsight Compute: ~6.7 cycles per issued instruction, mostly dependency and
-barrier stalls), and 32 chains use 32 of the 132 SMs (throughput rises 4.1× up to 132 chains).
+Measured on an H100 (benchmarks/results/lattice_chains_h100v2_2026-11-23.md: 32 chains, 5000 + 5000
+sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.51, 1.49 and 7.08 s (Tesla M2070, bfactor 8: 3.19,
+17.37, 309.72 s). At L = 15 a proposal costs ≈ 2.7 µs and a measurement ≈ 0.34 ms per sweep: the block
+issues an instruction every ~4.8 cycles per warp (Nsight Compute), and the O(M²) swap ratio's column
+sums, which read all of A⁻¹ from shared memory, are 45 % of the instructions and 42 % of the stall
+samples; 32 chains use 32 of the 132 SMs (throughput rises 4.2× up to 132 chains).
 ``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
 
 The tracked algorithm (``CudaChains(..., algorithm="tracked")``, kernel ``run_chains_tracked_gpu``, the
