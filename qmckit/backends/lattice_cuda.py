@@ -405,101 +405,79 @@ def kernels(max_registers: int = 255) -> dict:
 
     # --- column and row dot products (T_P threads per column, bfactor threads per row) ------------
     @dev
-    def col_partial(A, M, pv, col, sub, TP):
-        """Σ_{l ≡ sub (mod T_P)} pv[l] · A⁻¹[l, col] (four accumulators; pv staged in shared memory).
+    def strided_dot(A, e, a_step, pv, l, p_step, M):
+        """Σ pv[l'] · A[e + (l' − l)/p_step · a_step] over l' = l, l + p_step, … < M (shared memory).
 
-        Unsigned 32-bit indices (no negative-index wrap-around, no 64-bit address arithmetic) and eight
-        terms per trip with their sixteen loads issued before the multiply-adds, so that one trip waits
-        for one shared-memory latency instead of eight (this loop is most of a swap proposal)."""
+        Unsigned 32-bit indices (no negative-index wrap-around, no 64-bit address arithmetic); eight
+        terms per trip with their sixteen loads issued before the multiply-adds (then four, then one at
+        a time), so that a trip waits for one shared-memory latency instead of eight: these sums are
+        most of a swap proposal."""
+        a_step = u32(a_step)
+        p_step = u32(p_step)
+        e = u32(e)
+        l = u32(l)
         M = u32(M)
-        TP = u32(TP)
         p0 = 0.0
         p1 = 0.0
         p2 = 0.0
         p3 = 0.0
-        if col < M:
-            l = u32(sub)
-            e = u32(sub * M + col)
-            step = u32(TP * M)
-            while l + u32(7 * TP) < M:  # eight terms per trip: one shared-memory latency per eight
-                a0 = A[e]
-                a1 = A[u32(e + step)]
-                a2 = A[u32(e + 2 * step)]
-                a3 = A[u32(e + 3 * step)]
-                a4 = A[u32(e + 4 * step)]
-                a5 = A[u32(e + 5 * step)]
-                a6 = A[u32(e + 6 * step)]
-                a7 = A[u32(e + 7 * step)]
-                v0 = pv[l]
-                v1 = pv[u32(l + TP)]
-                v2 = pv[u32(l + 2 * TP)]
-                v3 = pv[u32(l + 3 * TP)]
-                v4 = pv[u32(l + 4 * TP)]
-                v5 = pv[u32(l + 5 * TP)]
-                v6 = pv[u32(l + 6 * TP)]
-                v7 = pv[u32(l + 7 * TP)]
-                p0 += v0 * a0
-                p1 += v1 * a1
-                p2 += v2 * a2
-                p3 += v3 * a3
-                p0 += v4 * a4
-                p1 += v5 * a5
-                p2 += v6 * a6
-                p3 += v7 * a7
-                l = u32(l + 8 * TP)
-                e = u32(e + 8 * step)
-            if l + u32(3 * TP) < M:  # four more, then one at a time
-                a0 = A[e]
-                a1 = A[u32(e + step)]
-                a2 = A[u32(e + 2 * step)]
-                a3 = A[u32(e + 3 * step)]
-                v0 = pv[l]
-                v1 = pv[u32(l + TP)]
-                v2 = pv[u32(l + 2 * TP)]
-                v3 = pv[u32(l + 3 * TP)]
-                p0 += v0 * a0
-                p1 += v1 * a1
-                p2 += v2 * a2
-                p3 += v3 * a3
-                l = u32(l + 4 * TP)
-                e = u32(e + 4 * step)
-            while l < M:
-                p0 += pv[l] * A[e]
-                l = u32(l + TP)
-                e = u32(e + step)
+        while l + u32(7 * p_step) < M:
+            a0 = A[e]
+            a1 = A[u32(e + a_step)]
+            a2 = A[u32(e + 2 * a_step)]
+            a3 = A[u32(e + 3 * a_step)]
+            a4 = A[u32(e + 4 * a_step)]
+            a5 = A[u32(e + 5 * a_step)]
+            a6 = A[u32(e + 6 * a_step)]
+            a7 = A[u32(e + 7 * a_step)]
+            v0 = pv[l]
+            v1 = pv[u32(l + p_step)]
+            v2 = pv[u32(l + 2 * p_step)]
+            v3 = pv[u32(l + 3 * p_step)]
+            v4 = pv[u32(l + 4 * p_step)]
+            v5 = pv[u32(l + 5 * p_step)]
+            v6 = pv[u32(l + 6 * p_step)]
+            v7 = pv[u32(l + 7 * p_step)]
+            p0 += v0 * a0
+            p1 += v1 * a1
+            p2 += v2 * a2
+            p3 += v3 * a3
+            p0 += v4 * a4
+            p1 += v5 * a5
+            p2 += v6 * a6
+            p3 += v7 * a7
+            e = u32(e + 8 * a_step)
+            l = u32(l + 8 * p_step)
+        if l + u32(3 * p_step) < M:
+            a0 = A[e]
+            a1 = A[u32(e + a_step)]
+            a2 = A[u32(e + 2 * a_step)]
+            a3 = A[u32(e + 3 * a_step)]
+            v0 = pv[l]
+            v1 = pv[u32(l + p_step)]
+            v2 = pv[u32(l + 2 * p_step)]
+            v3 = pv[u32(l + 3 * p_step)]
+            p0 += v0 * a0
+            p1 += v1 * a1
+            p2 += v2 * a2
+            p3 += v3 * a3
+            e = u32(e + 4 * a_step)
+            l = u32(l + 4 * p_step)
+        while l < M:
+            p0 += pv[l] * A[e]
+            e = u32(e + a_step)
+            l = u32(l + p_step)
         return (p0 + p1) + (p2 + p3)
 
     @dev
+    def col_partial(A, M, pv, col, sub, TP):
+        """Σ_{l ≡ sub (mod T_P)} pv[l] · A⁻¹[l, col] (pv staged in shared memory); 0 for col ≥ M."""
+        return strided_dot(A, sub * M + col, TP * M, pv, sub, TP, M) if col < M else 0.0
+
+    @dev
     def row_partial(A, M, pv, r, sub, BF):
-        """Σ_{k ≡ sub (mod bfactor)} A⁻¹[r, k] · pv[k] (four accumulators, as :func:`col_partial`)."""
-        M = u32(M)
-        BF = u32(BF)
-        p0 = 0.0
-        p1 = 0.0
-        p2 = 0.0
-        p3 = 0.0
-        if r < M:
-            base = u32(r * M)
-            k = u32(sub)
-            while k + u32(3 * BF) < M:
-                e = u32(base + k)
-                a0 = A[e]
-                a1 = A[u32(e + BF)]
-                a2 = A[u32(e + 2 * BF)]
-                a3 = A[u32(e + 3 * BF)]
-                v0 = pv[k]
-                v1 = pv[u32(k + BF)]
-                v2 = pv[u32(k + 2 * BF)]
-                v3 = pv[u32(k + 3 * BF)]
-                p0 += a0 * v0
-                p1 += a1 * v1
-                p2 += a2 * v2
-                p3 += a3 * v3
-                k = u32(k + 4 * BF)
-            while k < M:
-                p0 += A[u32(base + k)] * pv[k]
-                k = u32(k + BF)
-        return (p0 + p1) + (p2 + p3)
+        """Σ_{k ≡ sub (mod bfactor)} A⁻¹[r, k] · pv[k]; 0 for r ≥ M."""
+        return strided_dot(A, r * M + sub, BF, pv, sub, BF, M) if r < M else 0.0
 
     @dev
     def stage(pv, table, row, idx, M):
