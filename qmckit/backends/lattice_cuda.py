@@ -398,10 +398,36 @@ def kernels(max_registers: int = 255) -> dict:
         cuda.syncthreads()
         return s
 
+    @dev
+    def column_sum_shuffle(v, g, red):
+        """Σ v over the g lanes of one column in the column layout (lanes 32/g apart within a warp, see
+        ``tcol`` in run_chains_gpu), to each of them: an xor butterfly, no barrier."""
+        o = 16
+        while o * g >= 32:
+            v += cuda.shfl_xor_sync(FULL, v, o)
+            o >>= 1
+        return v
+
+    @dev
+    def column_sum_tree(v, g, red):
+        t = cuda.threadIdx.x
+        red[t] = v
+        cuda.syncthreads()
+        stride = 32 // g
+        base = t - (t & 31) + (t & 31) % stride
+        s = 0.0
+        q = 0
+        while q < g:
+            s += red[base + q * stride]
+            q += 1
+        cuda.syncthreads()
+        return s
+
     block_sum3 = block_sum3_tree if SIM else block_sum3_shuffle
     block_max2 = block_max2_tree if SIM else block_max2_shuffle
     block_argmax = block_argmax_tree if SIM else block_argmax_shuffle
     group_sum = group_sum_tree if SIM else group_sum_shuffle
+    column_sum = column_sum_tree if SIM else column_sum_shuffle
 
     # --- column and row dot products (T_P threads per column, bfactor threads per row) ------------
     @dev
@@ -497,7 +523,7 @@ def kernels(max_registers: int = 255) -> dict:
         T = cuda.blockDim.x
         col = tcol
         while col - tcol < M:  # the same trip count in every thread (shuffles need the whole warp)
-            f = group_sum(col_partial(A, M, pv, col, tsub, TP), TP, red)
+            f = column_sum(col_partial(A, M, pv, col, tsub, TP), TP, red)
             if tsub == 0 and col < M:
                 vec[col] = f
             col += cper
@@ -615,7 +641,7 @@ def kernels(max_registers: int = 255) -> dict:
         ps = 0.0
         col = tcol
         while col - tcol < M:
-            f = group_sum(col_partial(A, M, pv, col, tsub, TP), TP, red)
+            f = column_sum(col_partial(A, M, pv, col, tsub, TP), TP, red)
             if tsub == 0 and col < M:
                 vec[col] = f
                 pc = qv[col]
@@ -990,8 +1016,12 @@ def kernels(max_registers: int = 255) -> dict:
         sigma = ish[o2 + M:o2 + 2 * M]
         redi = ish[o2 + 2 * M:o2 + 2 * M + (T if SIM else 32)]
         # thread layouts: T_P threads per column, bfactor threads per row (one division each, here)
-        tcol = t // TP
-        csub = t - tcol * TP
+        # a column's T_P threads sit 32/T_P lanes apart in one warp, so that the first and second
+        # half-warps each read one row of A⁻¹ (16 consecutive doubles: no bank conflicts; adjacent
+        # lanes for one column put two rows into one half-warp and conflicted on two banks at L = 15)
+        cpw = 32 // TP
+        tcol = (t >> 5) * cpw + (t & 31) % cpw
+        csub = (t & 31) // cpw
         cper = T // TP
         trow = t // BF
         rsub = t - trow * BF
