@@ -2,8 +2,8 @@
 notebook reads): Table 6.2's workload per L (our GPU, one CPU core, all cores), the T_P × bfactor scan,
 the chain-count scan and the twin checks.
 
-    python benchmarks/lattice_report.py benchmarks/results/lattice_chains_h100v2_2026-11-23.json \
-        benchmarks/results/lattice_chains_h100v2_2026-11-23.json   (its gpu_tracked rows)
+    python benchmarks/lattice_report.py benchmarks/results/lattice_chains_h100v3_2026-11-23.json \
+        benchmarks/results/lattice_chains_h100v3_2026-11-23.json   (its gpu_tracked rows)
 """
 import json
 import sys

@@ -56,8 +56,8 @@ GPU design (study 000 §4, on today's hardware)
   count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v2_2026-11-23.md: 32 chains, 5000 + 5000
-sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.51, 1.49 and 7.08 s (Tesla M2070, bfactor 8: 3.19,
+Measured on an H100 (benchmarks/results/lattice_chains_h100v3_2026-11-23.md: 32 chains, 5000 + 5000
+sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.51, 1.48 and 6.89 s (Tesla M2070, bfactor 8: 3.19,
 17.37, 309.72 s). At L = 15 a proposal costs ≈ 2.7 µs and a measurement ≈ 0.34 ms per sweep: the block
 issues an instruction every ~4.8 cycles per warp (Nsight Compute), and the O(M²) swap ratio's column
 sums, which read all of A⁻¹ from shared memory, are 45 % of the instructions and 42 % of the stall
@@ -108,7 +108,7 @@ DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
 def default_threads_per_column(size: int) -> int:
     """T_P of :class:`CudaChains` for a matrix side M = ``size``: study 000's 4, but 2 from M = 64 on.
 
-    On an H100 (benchmarks/results/lattice_chains_h100v2_2026-11-23.md) T_P = 2 is faster at L = 15
+    On an H100 (benchmarks/results/lattice_chains_h100v3_2026-11-23.md) T_P = 2 is faster at L = 15
     (M = 103) since the partial sums take eight terms per trip, and 4 at L = 5 and 9 (M = 13, 38),
     where fewer threads leave too little to do in parallel.
     """
