@@ -81,7 +81,7 @@ def _image_fold_select(d, box, inv_box, half_box):
 
 
 def _image_select(d, box, inv_box, half_box):
-    """The signed minimum image by compare and select (the 2026-11-23 float32 kernel)."""
+    """The signed minimum image by compare and select (the float32 kernel before the fold)."""
     d = d - box if d > half_box else d
     return d + box if d < -half_box else d
 
@@ -112,8 +112,8 @@ def _u_cut(r2, box, half2, b5, u_shift, half, one):
 
 
 def _u_cut_divide(r2, box, half2, b5, u_shift, half, one):
-    """The same u(r) with a square root, one division and a select for the cut-off (the 2026-11-23
-    kernel): q = 1/(r(L − r)), 1/r = (L − r)q, 1/(L − r) = rq."""
+    """The same u(r) with a square root, one division and a select for the cut-off (the kernel before
+    rsqrt): q = 1/(r(L − r)), 1/r = (L − r)q, 1/(L − r) = rq."""
     r = math.sqrt(r2)
     rest = box - r
     q = one / (r * rest)

@@ -556,77 +556,60 @@ def kernels(max_registers: int = 255) -> dict:
         return a - f * c if keep != 0.0 else c
 
     @dev
-    def apply_up(A, M, k, ratio, vec, cpy, tcol, tsub, cper, TP):
-        """update_up: column k ← cpy / ratio; column c ≠ k −= vec[c] · (cpy / ratio); ends with a barrier.
+    def strided_update(A, e, a_step, cpy, l, p_step, M, keep, f, inv_r):
+        """A[e + (l' − l)/p_step · a_step] ← updated(·, keep, f, cpy[l'] / ratio) over l' = l, l + p_step,
+        … < M: one row or column slice of a Sherman–Morrison step.
 
         Four elements per trip, all loads before the stores (A and cpy are views of one shared array, so
         the compiler may not move a load above an earlier store: one trip per element would wait for
         a shared-memory latency each)."""
-        inv_r = 1.0 / ratio
+        a_step = u32(a_step)
+        p_step = u32(p_step)
+        e = u32(e)
+        l = u32(l)
         M = u32(M)
-        TP = u32(TP)
-        step = u32(TP * M)
-        col = u32(tcol)
+        while l + u32(3 * p_step) < M:
+            a0 = A[e]
+            a1 = A[u32(e + a_step)]
+            a2 = A[u32(e + 2 * a_step)]
+            a3 = A[u32(e + 3 * a_step)]
+            c0 = cpy[l] * inv_r
+            c1 = cpy[u32(l + p_step)] * inv_r
+            c2 = cpy[u32(l + 2 * p_step)] * inv_r
+            c3 = cpy[u32(l + 3 * p_step)] * inv_r
+            A[e] = updated(a0, keep, f, c0)
+            A[u32(e + a_step)] = updated(a1, keep, f, c1)
+            A[u32(e + 2 * a_step)] = updated(a2, keep, f, c2)
+            A[u32(e + 3 * a_step)] = updated(a3, keep, f, c3)
+            l = u32(l + 4 * p_step)
+            e = u32(e + 4 * a_step)
+        while l < M:
+            A[e] = updated(A[e], keep, f, cpy[l] * inv_r)
+            l = u32(l + p_step)
+            e = u32(e + a_step)
+
+    @dev
+    def apply_up(A, M, k, ratio, vec, cpy, tcol, tsub, cper, TP):
+        """update_up: column k ← cpy / ratio; column c ≠ k −= vec[c] · (cpy / ratio); ends with a barrier."""
+        inv_r = 1.0 / ratio
+        col = tcol
         while col < M:
-            l = u32(tsub)
-            e = u32(tsub * M + col)
             f = 0.0 if col == k else vec[col]
             keep = 0.0 if col == k else 1.0  # column k: A ← cpy / ratio; others: A − f cpy / ratio
-            while l + u32(3 * TP) < M:
-                a0 = A[e]
-                a1 = A[u32(e + step)]
-                a2 = A[u32(e + 2 * step)]
-                a3 = A[u32(e + 3 * step)]
-                c0 = cpy[l] * inv_r
-                c1 = cpy[u32(l + TP)] * inv_r
-                c2 = cpy[u32(l + 2 * TP)] * inv_r
-                c3 = cpy[u32(l + 3 * TP)] * inv_r
-                A[e] = updated(a0, keep, f, c0)
-                A[u32(e + step)] = updated(a1, keep, f, c1)
-                A[u32(e + 2 * step)] = updated(a2, keep, f, c2)
-                A[u32(e + 3 * step)] = updated(a3, keep, f, c3)
-                l = u32(l + 4 * TP)
-                e = u32(e + 4 * step)
-            while l < M:
-                A[e] = updated(A[e], keep, f, cpy[l] * inv_r)
-                l = u32(l + TP)
-                e = u32(e + step)
-            col = u32(col + cper)
+            strided_update(A, tsub * M + col, TP * M, cpy, tsub, TP, M, keep, f, inv_r)
+            col += cper
         cuda.syncthreads()
 
     @dev
     def apply_down(A, M, l, ratio, vec, cpy, trow, tsub, rper, BF):
-        """update_down: row l ← cpy / ratio; row r ≠ l −= vec[r] · (cpy / ratio); ends with a barrier
-        (four elements per trip, as :func:`apply_up`)."""
+        """update_down: row l ← cpy / ratio; row r ≠ l −= vec[r] · (cpy / ratio); ends with a barrier."""
         inv_r = 1.0 / ratio
-        M = u32(M)
-        BF = u32(BF)
-        r = u32(trow)
+        r = trow
         while r < M:
-            base = u32(r * M)
-            k = u32(tsub)
             g = 0.0 if r == l else vec[r]
             keep = 0.0 if r == l else 1.0
-            while k + u32(3 * BF) < M:
-                e = u32(base + k)
-                a0 = A[e]
-                a1 = A[u32(e + BF)]
-                a2 = A[u32(e + 2 * BF)]
-                a3 = A[u32(e + 3 * BF)]
-                c0 = cpy[k] * inv_r
-                c1 = cpy[u32(k + BF)] * inv_r
-                c2 = cpy[u32(k + 2 * BF)] * inv_r
-                c3 = cpy[u32(k + 3 * BF)] * inv_r
-                A[e] = updated(a0, keep, g, c0)
-                A[u32(e + BF)] = updated(a1, keep, g, c1)
-                A[u32(e + 2 * BF)] = updated(a2, keep, g, c2)
-                A[u32(e + 3 * BF)] = updated(a3, keep, g, c3)
-                k = u32(k + 4 * BF)
-            while k < M:
-                e = u32(base + k)
-                A[e] = updated(A[e], keep, g, cpy[k] * inv_r)
-                k = u32(k + BF)
-            r = u32(r + rper)
+            strided_update(A, r * M + tsub, BF, cpy, tsub, BF, M, keep, g, inv_r)
+            r += rper
         cuda.syncthreads()
 
     @dev
