@@ -28,6 +28,8 @@ CASES = {
     "wide": (dict(L=3, doping=0.2), 1, [(2, True)], 1, 8, 32),  # 64 threads, 3 row rounds of 32
     "free": (dict(L=5, doping=0.6, free=True, J=0.0), 1, [(1, False), (2, True)], 2, 16, 2),  # 96 threads
     "square": (dict(kind="square", L=4, doping=0.125), 2, [(1, False), (2, True)], 1, 4, 8),
+    # M = 13 with T_P = 1: column sums of 8 + 4 + 1 terms, updates of 4-element trips, tile products of 4 k
+    "unrolled": (dict(L=5, doping=0.1), 1, [(1, True)], 1, 1, 4),
 }
 
 # the tracked algorithm (F and G kept up to date): GPU kernel vs the tracked CPU kernel, same layout
@@ -200,7 +202,7 @@ def test_gpu_chain_equals_cpu_twin(sim, name):
 
 
 def test_the_twin_cases_exercise_hops_and_swaps(sim):
-    for name in ("twin", "layout", "wide", "square"):
+    for name in ("twin", "layout", "wide", "square", "unrolled"):
         counts = np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)
         assert counts[1] > 0 and counts[3] > 0, (name, counts)  # accepted hops and accepted swaps
     free = np.array(sim["cases"]["free"]["counts_gpu"]).sum(axis=0)
