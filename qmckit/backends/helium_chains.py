@@ -376,8 +376,7 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
         return sums[0]
 
     block_sum = block_sum_tree if simulated() else block_sum_shuffle
-    SLOTS = 1024 if simulated() else 32  # shared slots of the block sum
-    PROPOSALS_PER_DRAW = 32  # one lane of warp 0 per microupdate (blocks have ≥ 32 threads)
+    SLOTS = 1024 if simulated() else BLOCK_SUM_SLOTS  # shared slots of the block sum
 
     @c.jit(**kw)
     def draw_proposals(st, draws, bits, count, N, sigma):
@@ -391,7 +390,7 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
         t = cuda.threadIdx.x
         if t == 0:
             for b in range(count):
-                for q in range(6):
+                for q in range(RAW_PER_PROPOSAL):
                     bits[b, q] = next_uint64(st, 0)
         cuda.syncthreads()
         if t < count:
@@ -481,8 +480,8 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
             Y[i] = coords[w, 1, i]
             Z[i] = coords[w, 2, i]
         warp_sums = cuda.shared.array(SLOTS, dtype=real)
-        draws = cuda.shared.array((PROPOSALS_PER_DRAW, 5), dtype=numba.float64)
-        bits = cuda.shared.array((PROPOSALS_PER_DRAW, 6), dtype=u64)
+        draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
+        bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
         st = cuda.local.array((1, 2), u64)
         st[0, 0] = states[0, w]
         st[0, 1] = states[1, w]
@@ -505,8 +504,8 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
         w = cuda.blockIdx.x
         t = cuda.threadIdx.x
         warp_sums = cuda.shared.array(SLOTS, dtype=real)
-        draws = cuda.shared.array((PROPOSALS_PER_DRAW, 5), dtype=numba.float64)
-        bits = cuda.shared.array((PROPOSALS_PER_DRAW, 6), dtype=u64)
+        draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
+        bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
         st = cuda.local.array((1, 2), u64)
         st[0, 0] = states[0, w]
         st[0, 1] = states[1, w]
@@ -603,7 +602,14 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
 
 SHARED_LIMIT_BYTES = 200 * 1024  # leave room below the H100's 227 KB per block
 DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
-STATIC_SHARED_BYTES = 32 * 8 + 32 * (5 + 6) * 8  # the block sum's slots, the batch of random numbers
+# the generation kernels' static shared arrays: the block sum's slots (one per warp) and one batch of
+# random numbers (one lane of warp 0 per microupdate; blocks have ≥ 32 threads): raw 64-bit draws in
+# the CPU kernel's stream order (j, two Box–Muller pairs, ξ) and what they become (j, δx, δy, δz, ξ)
+BLOCK_SUM_SLOTS = 32
+PROPOSALS_PER_DRAW = 32
+RAW_PER_PROPOSAL = 6
+DRAWS_PER_PROPOSAL = 5
+STATIC_SHARED_BYTES = 8 * (BLOCK_SUM_SLOTS + PROPOSALS_PER_DRAW * (RAW_PER_PROPOSAL + DRAWS_PER_PROPOSAL))
 
 
 def _opt_in_shared(dispatcher, args, nbytes: int):
