@@ -19,8 +19,9 @@ rewritten after every stage):
   seqopt    Eq. 12: t σ² vs the analysis period m with synchronous CPU analysis (N = 256, 264 chains, 1920
             macroupdates per m), against m_opt = √(2 m_c α);
   peaks     the FMA probes alone: numba's and one in CUDA C (CuPy's NVRTC), float32 and float64;
-  variants  the forms of the pair term (minimum image fold/fold_select/select/rint, inverse rsqrt/divide;
-            float32/64, N = 512 … 10240), with the PTX and SASS opcode counts of each kernel;
+  variants  the forms of the pair loop (--forms: minimum image fold/fold_select/select/rint, inverse
+            rsqrt/divide, 2 or 4 atoms per trip; float32/64, N = 512 … 10240), with the PTX and SASS
+            opcode counts of each kernel;
   masking   load masking: N = 512, W chains on the GPU, fixed total macroupdates, CPU analysis
             (energies + g(r) of every chain, numba on all cores) every m macroupdates, synchronous
             and asynchronous (the kernel launch returns at once; the CPU analyses the previous
@@ -39,9 +40,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -207,26 +210,62 @@ def ptx_histogram(dispatcher) -> dict:
     return {k: sum(v for w, v in counts.items() if w.startswith(k)) for k in keys}
 
 
-def sass_histogram(dispatcher) -> dict:
+SASS_KEYS = ("FADD", "FMUL", "FFMA", "FMNMX", "FSEL", "FSETP", "DADD", "DMUL", "DFMA", "DMNMX", "DSETP", "MUFU",
+             "F2F", "F2I", "I2F", "FRND", "SEL", "LDS", "LDG", "BAR", "BRA")
+FP64_PIPE = ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX")
+
+
+def sass_instructions(text: str) -> list:
+    """(address, opcode) of every instruction in ``cuobjdump``/``nvdisasm`` SASS text (predicates dropped,
+    opcode without modifiers), and the branch target where the instruction is a BRA."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if not m:
+            continue
+        words = [w for w in m.group(2).split() if not w.startswith("@")]
+        if not words:
+            continue
+        target = re.search(r"BRA\b.*?(0x[0-9a-f]+)", m.group(2))
+        out.append((int(m.group(1), 16), words[0].split(".")[0], int(target.group(1), 16) if target else None))
+    return out
+
+
+def pair_loop(instructions: list, evaluations: int) -> dict:
+    """The innermost loop that holds the ``evaluations`` pair evaluations of one trip (the shortest
+    backward branch whose body has 2·evaluations MUFU, two reciprocal square roots per evaluation in
+    the rsqrt form, or at least that many in the divide form): instructions per trip, and per pair
+    evaluation in all and on the FP64 pipe. Static counts: the rarely taken slow paths of float64
+    rsqrt (a call) are counted too."""
+    best = None
+    for address, op, target in instructions:
+        if op == "BRA" and target is not None and target < address:
+            body = [op2 for a, op2, _ in instructions if target <= a <= address]
+            if body.count("MUFU") >= 2 * evaluations and (best is None or len(body) < len(best)):
+                best = body
+    if best is None:
+        return {"error": "no loop found"}
+    fp64 = sum(best.count(k) for k in FP64_PIPE)
+    return {"instructions_per_trip": len(best), "evaluations_per_trip": evaluations,
+            "instructions_per_evaluation": len(best) / evaluations, "fp64_pipe_per_evaluation": fp64 / evaluations,
+            "opcodes": {k: best.count(k) for k in SASS_KEYS if best.count(k)}}
+
+
+def sass_histogram(dispatcher, evaluations: int | None = None) -> dict:
     """Opcode counts in a compiled kernel's SASS (the first specialisation; ``inspect_sass`` needs
-    nvdisasm): the total, and the opcodes of the pair term (FP32/FP64 arithmetic, MUFU, conversions,
-    min/max, selects, shared loads)."""
+    nvdisasm): the total, the opcodes of the pair term (FP32/FP64 arithmetic, MUFU, conversions,
+    min/max, selects, shared loads) and, given the pair evaluations per trip, the pair loop's counts
+    (:func:`pair_loop`)."""
     try:
         text = next(iter(dispatcher.inspect_sass().values()))
     except Exception as exc:  # noqa: BLE001 (no nvdisasm)
         return {"error": repr(exc)}
-    counts = {}
-    for line in text.splitlines():
-        line = line.split("*/", 1)[-1].strip() if line.strip().startswith("/*") else line.strip()
-        words = [w for w in line.replace(";", " ").split() if not w.startswith("@")]
-        if not words or words[0].startswith(("/*", ".")) or words[0].endswith(":"):
-            continue
-        op = words[0].split(".")[0]
-        counts[op] = counts.get(op, 0) + 1
-    keys = ("FADD", "FMUL", "FFMA", "FMNMX", "FSEL", "FSETP", "DADD", "DMUL", "DFMA", "DMNMX", "DSETP", "MUFU",
-            "F2F", "F2I", "I2F", "FRND", "SEL", "LDS", "LDG", "BAR", "BRA")
-    out = {k: counts.get(k, 0) for k in keys}
-    out["total"] = sum(counts.values())
+    instructions = sass_instructions(text)
+    ops = [op for _, op, _ in instructions]
+    out = {k: ops.count(k) for k in SASS_KEYS}
+    out["total"] = len(ops)
+    if evaluations:
+        out["pair_loop"] = pair_loop(instructions, evaluations)
     return out
 
 
@@ -239,6 +278,10 @@ def main(argv=None):
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (CUDA simulator)")
     ap.add_argument("--tag", default="h100")
     ap.add_argument("--sizes", default=None, help="comma-separated N for the speed stage (default 64 … 40960)")
+    ap.add_argument("--forms", default="fold/rsqrt/2,fold_select/rsqrt/2,fold/rsqrt/4,fold_select/rsqrt/4,"
+                    "fold/divide/2,select/divide/2,rint/divide/2",
+                    help="pair-loop forms [f32:|f64:]min_image/inverse/unroll for the variants stage "
+                    "(helium_chains.kernels; a prefix limits a form to one precision)")
     args = ap.parse_args(argv)
     from numba import cuda
 
@@ -248,6 +291,8 @@ def main(argv=None):
     date = datetime.date.today().isoformat()
     out_path = out_dir / f"helium_gpu_{args.tag}_{date}.json"
     smoke = args.smoke
+    # "min_image/inverse/unroll", optionally prefixed "f32:" or "f64:" for one precision only
+    forms = [(p.rpartition(":")[0], *p.rpartition(":")[2].split("/")) for p in args.forms.split(",")]
     results = {"date": date, "device": device_info(cuda), "cpu": cpu_info(), "smoke": smoke,
                "numba": numba.__version__, "flop_per_pair_evaluation": FLOP_PER_PAIR}
     stages = set(args.stages.split(","))
@@ -264,15 +309,15 @@ def main(argv=None):
             cpu = hc.HeliumChainsCPU(system, pos, states, sigma)
             macro = 1 if smoke or n > 1000 else 3
             cpu.generate(macro)
-            for memory in ("shared", "global"):
-                for threads in ((32,) if smoke else (32, 128)):
-                    gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory=memory)
-                    gpu.generate(macro)
-                    rows.append({"n": n, "memory": memory, "threads": threads, "macro": macro,
-                                 "accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
-                                 "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
-                                 "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())})
-                    log(rows[-1])
+            for memory, threads, unroll in itertools.product(("shared", "global"), (32,) if smoke else (32, 128),
+                                                             hc.UNROLLS):
+                gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory=memory, unroll=unroll)
+                gpu.generate(macro)
+                rows.append({"n": n, "memory": memory, "threads": threads, "unroll": unroll, "macro": macro,
+                             "accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
+                             "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
+                             "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())})
+                log(rows[-1])
             single = hc.HeliumChains(system, pos, states, sigma, dtype=np.float32)
             single.generate(macro)
             e_gpu = hc.HeliumChains(system, cpu.positions(), states, sigma).energies()
@@ -525,26 +570,28 @@ def main(argv=None):
         sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
         rows, ptx, sass = [], {}, {}
         peaks = peak_flops()
-        forms = (("fold", "rsqrt"), ("fold_select", "rsqrt"), ("fold", "divide"), ("select", "divide"), ("rint", "divide"))
         for single in (True, False):
             dtype = np.float32 if single else np.float64
-            for min_image, inverse in forms:
+            for only, min_image, inverse, unroll in forms:
+                unroll = int(unroll)
+                if only and only != ("f32" if single else "f64"):
+                    continue
                 for n in ((32,) if smoke else (512, 1952, 10240)):
                     walkers = 2 if smoke else (32 * sms if n <= 1952 else 4 * sms)
                     n_macro = 1 if smoke else max(1, int(2e9 / (2.0 * n * n * sms * 8)))
                     r = helium4.time_generation(n, walkers, backend="cuda", n_macro=n_macro, repeats=1 if smoke else 3,
-                                                dtype=dtype, min_image=min_image, inverse=inverse)
+                                                dtype=dtype, min_image=min_image, inverse=inverse, unroll=unroll)
                     r["dtype"] = np.dtype(dtype).name
                     r["roofline_fraction"] = r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[r["dtype"]]
                     rows.append(r)
-                    log(f"  {r['dtype']} {min_image}/{inverse} n={n} W={walkers}: "
+                    log(f"  {r['dtype']} {min_image}/{inverse}/{unroll} n={n} W={walkers}: "
                         f"{1e3 * r['s_per_macroupdate_per_chain']:.4f} ms/macro/chain, "
                         f"{r['pair_evaluations_per_s']:.3e} pair/s ({100 * r['roofline_fraction']:.1f} %)")
                 if not smoke:
-                    key = f"{np.dtype(dtype).name}/{min_image}/{inverse}"
-                    kernel = hc.kernels(single, min_image, inverse)["generate_shared"]
+                    key = f"{np.dtype(dtype).name}/{min_image}/{inverse}/{unroll}"
+                    kernel = hc.kernels(single, min_image, inverse, unroll)["generate_shared"]
                     ptx[key] = ptx_histogram(kernel)
-                    sass[key] = sass_histogram(kernel)
+                    sass[key] = sass_histogram(kernel, 2 * unroll)  # old and new u per atom
                     log(f"  PTX {key}: {ptx[key]}")
                     log(f"  SASS {key}: {sass[key]}")
         results["variants"] = {"rows": rows, "ptx_generate_shared": ptx, "sass_generate_shared": sass}

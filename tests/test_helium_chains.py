@@ -20,6 +20,7 @@ from qmckit.systems import helium
 
 MARKER = "HELIUM_CHAINS_RESULTS="
 N_ATOMS, WALKERS, MACRO, SIGMA, SEED = 20, 2, 2, 0.8, 7
+N_UNROLLED = 100  # 3·32 + 4 atoms for 32 threads: threads 0–3 make one trip of four atoms
 
 
 def _start(n=N_ATOMS, walkers=WALKERS, b=3.07, seed=SEED):
@@ -49,6 +50,18 @@ def _child() -> dict:
             "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max()),
             "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
             "accepted_gpu": gpu.accepted.copy_to_host().tolist(), "accepted_cpu": cpu.accepted.tolist()}
+    # N > 3T: the pair loop's trips of four atoms and its single-atom remainder run (at N = 20 only the
+    # remainder does; the two-atom trips are the same code without the second pair of terms)
+    big_system, big_positions, big_states = _start(n=N_UNROLLED, walkers=1)
+    big_cpu = hc.HeliumChainsCPU(big_system, big_positions, big_states, SIGMA)
+    big_cpu.generate(1)
+    for unroll in (4,):
+        gpu = hc.HeliumChains(big_system, big_positions, big_states, SIGMA, threads=32, unroll=unroll)
+        gpu.generate(1)
+        out["runs"][f"unroll{unroll}"] = {
+            "max_dpos": float(np.abs(gpu.positions() - big_cpu.positions()).max()),
+            "states_equal": bool(np.array_equal(gpu.states_to_host(), big_cpu.states)),
+            "accepted_gpu": gpu.accepted.copy_to_host().tolist(), "accepted_cpu": big_cpu.accepted.tolist()}
     single = hc.HeliumChains(system, positions, states, SIGMA, threads=32, dtype=np.float32)
     single.generate(1)
     ref = hc.HeliumChainsCPU(system, positions, states, SIGMA)
@@ -96,7 +109,10 @@ def test_pair_change_sum_equals_log_psi_difference():
     p = system.kernel_params
     moved = R.copy()
     moved[5] += (0.3, -0.7, 0.45)
-    total = sum(hc._pair_change_cpu(*R[5], *moved[5], *R[i], *constants, 0.5, 1.0) for i in range(len(R)) if i != 5)
+    box, inv_box, half2, b5 = constants
+    w_change = sum(hc._pair_change_cpu(*R[5], *moved[5], *R[i], box, inv_box, half2, 0.5, 1.0)
+                   for i in range(len(R)) if i != 5)
+    total = -0.5 * b5 * w_change  # u = b⁵(2/L)⁵ − ½b⁵w
     exact = helium.log_psi(moved, p) - helium.log_psi(R, p)
     assert abs(total - exact) < 1e-11 * max(1.0, abs(exact))
 
@@ -115,7 +131,8 @@ def test_minimum_image_forms_agree_inside_the_box():
         fold_select = np.array([hc._image_fold_select(x, L, inv, half) for x in d])
         select = np.array([hc._image_select(x, L, inv, half) for x in d])
         rint = d - L * np.rint(d * inv)
-        assert np.array_equal(fold, np.abs(select)) and np.array_equal(fold, fold_select)
+        # fold_select returns ±|image| (only squares are used)
+        assert np.array_equal(fold, np.abs(select)) and np.array_equal(fold, np.abs(fold_select))
         # equal except exactly at |d| = L/2 (where the pair term is cut off anyway)
         away = np.abs(np.abs(d) - half) > 1e-5
         assert np.array_equal(select[away], rint[away])
@@ -123,18 +140,19 @@ def test_minimum_image_forms_agree_inside_the_box():
 
 
 def test_pair_term_forms_agree_and_vanish_beyond_the_cut_off():
-    # rsqrt with a clamp (the default) against square root, division and select, for r from 0.8 Å to
-    # beyond L/2; every r past the cut-off gives the same bits, so pair changes there are exactly 0
-    box, b5 = 14.3, 3.07 ** 5
-    constants = hc.chain_constants(box, 3.07)
+    # w(r) = r⁻⁵ + (L − r)⁻⁵ by rsqrt (the default) and by square root and division, both with r²
+    # clamped, for r from 0.8 Å to beyond L/2; every r past the cut-off gives the same bits, so pair
+    # changes there are exactly 0, and u = b⁵(2/L)⁵ − ½b⁵w vanishes at L/2
+    box, b = 14.3, 3.07
+    box, inv_box, half2, b5 = hc.chain_constants(box, b)
     r = np.linspace(0.8, 0.8 * box, 3001)
-    rsqrt = np.array([hc._u_cut(x * x, *constants[:1], *constants[2:], 0.5, 1.0) for x in r])
-    divide = np.array([hc._u_cut_divide(x * x, *constants[:1], *constants[2:], 0.5, 1.0) for x in r])
-    exact = np.where(r < box / 2, -0.5 * b5 * (r ** -5.0 + (box - r) ** -5.0) + constants[4], 0.0)
-    assert np.max(np.abs(rsqrt - exact)) < 1e-13 * np.max(np.abs(exact))
-    assert np.max(np.abs(divide - exact)) < 1e-13 * np.max(np.abs(exact))
-    beyond = rsqrt[r >= box / 2]
-    assert np.all(beyond == beyond[0]) and abs(beyond[0]) < 1e-15
+    exact = np.minimum(r, box / 2) ** -5.0 + (box - np.minimum(r, box / 2)) ** -5.0
+    for form in (hc._w_cut, hc._w_cut_divide):
+        w = np.array([form(x * x, box, half2, 1.0) for x in r])
+        assert np.max(np.abs(w - exact)) < 1e-13 * np.max(exact), form.__name__
+        beyond = w[r >= box / 2]
+        assert np.all(beyond == beyond[0])
+        assert abs(b5 * (2 / box) ** 5 - 0.5 * b5 * beyond[0]) < 1e-15
 
 
 def test_cpu_chain_is_reproducible_and_stays_in_the_box():
@@ -193,7 +211,7 @@ def test_bad_options_raise_clear_errors():
 # --------------------------------------------------------------------------------------------
 # GPU kernels: twins under the simulator
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("memory", ["shared", "global"])
+@pytest.mark.parametrize("memory", ["shared", "global", "unroll4"])
 def test_gpu_generation_equals_cpu_twin(sim, memory):
     run = sim["runs"][memory]
     assert run["accepted_gpu"] == run["accepted_cpu"]

@@ -74,10 +74,13 @@ def _image(d, box, inv_box, half_box):
 
 
 def _image_fold_select(d, box, inv_box, half_box):
-    """:func:`_image` with a compare and select instead of the min: a float64 min is no instruction on
-    the GPU (sm_90), and its NaN-propagating emulation costs about eight."""
+    """± the minimum image of d, by a compare and select instead of :func:`_image`'s min: a float64 min
+    is no instruction on the GPU (sm_90), and its NaN-propagating emulation costs about eight. The
+    select returns d itself, not |d|, when no fold is needed: only its square is used, and the GPU
+    folds |·| into the add and the compare as operand modifiers but would spend a float64 add on
+    forming |d| for the select."""
     a = abs(d)
-    return box - a if a > half_box else a
+    return box - a if a > half_box else d
 
 
 def _image_select(d, box, inv_box, half_box):
@@ -91,15 +94,19 @@ def _rsqrt(x):
     return 1.0 / math.sqrt(x)
 
 
-def _u_cut(r2, box, half2, b5, u_shift, half, one):
-    """u(r) from r²: −½b⁵(r⁻⁵ + (L − r)⁻⁵) + b⁵(2/L)⁵, with r² clamped to (L/2)² (u ≈ 0 there).
+def _w_cut(r2, box, half2, one):
+    """w(r) = r⁻⁵ + (L − r)⁻⁵ from r², with r² clamped to (L/2)² (Å⁻⁵).
+
+    The McMillan pseudo-potential is u(r) = b⁵(2/L)⁵ − ½b⁵ w(r) inside L/2 and 0 beyond, so a pair
+    change of u is −½b⁵ times one of w: the kernels sum changes of w and multiply once, after the
+    block sum, saving the shift and the scale per pair evaluation.
 
     The clamp is the cut-off: every pair beyond L/2 gets the same bits, so it drops out of a pair
     change exactly, with one min instead of a compare and a select. Inverses from reciprocal square
     roots, 1/r = rsqrt(r²) and 1/(L − r) = rsqrt(L − r)²: an IEEE float64 division or square root is
     a ten-instruction sequence on a GPU, rsqrt a hardware estimate and Newton steps. Branch-free, so
-    CPU loops vectorise. ``half`` and ``one`` are 0.5 and 1 in the working precision, so that a
-    float32 kernel is not promoted to float64 by literals.
+    CPU loops vectorise. ``one`` is 1 in the working precision, so that a float32 kernel is not
+    promoted to float64 by a literal.
     """
     r2 = r2 if r2 < half2 else half2  # a min in float32 (fastmath); float64 has no min instruction
     s = _rsqrt(r2)
@@ -108,34 +115,34 @@ def _u_cut(r2, box, half2, b5, u_shift, half, one):
     t = c * c
     s2 = s * s
     t2 = t * t
-    return u_shift - half * b5 * (s2 * s2 * s + t2 * t2 * t)
+    return s2 * s2 * s + t2 * t2 * t
 
 
-def _u_cut_divide(r2, box, half2, b5, u_shift, half, one):
-    """The same u(r) with a square root, one division and a select for the cut-off (the kernel before
-    rsqrt): q = 1/(r(L − r)), 1/r = (L − r)q, 1/(L − r) = rq."""
-    r = math.sqrt(r2)
+def _w_cut_divide(r2, box, half2, one):
+    """The same w(r) with a square root and one division (the kernel before rsqrt):
+    q = 1/(r(L − r)), 1/r = (L − r)q, 1/(L − r) = rq."""
+    r = math.sqrt(r2 if r2 < half2 else half2)
     rest = box - r
     q = one / (r * rest)
     s = rest * q
     t = r * q
     s2 = s * s
     t2 = t * t
-    value = u_shift - half * b5 * (s2 * s2 * s + t2 * t2 * t)
-    return value if r2 < half2 else u_shift - u_shift
+    return s2 * s2 * s + t2 * t2 * t
 
 
-def _pair_change(xo, yo, zo, xn, yn, zn, xi, yi, zi, box, inv_box, half2, b5, u_shift, half, one):
-    """u(|r_new − r_i|) − u(|r_old − r_i|) with minimum images; every position inside [0, L)³."""
+def _pair_change(xo, yo, zo, xn, yn, zn, xi, yi, zi, box, inv_box, half2, half, one):
+    """w(|r_new − r_i|) − w(|r_old − r_i|) with minimum images (:func:`_w_cut`; the change of u is
+    −½b⁵ times this); every position inside [0, L)³."""
     half_box = half * box
     dx = _image(xo - xi, box, inv_box, half_box)
     dy = _image(yo - yi, box, inv_box, half_box)
     dz = _image(zo - zi, box, inv_box, half_box)
-    old = _u_cut(dx * dx + dy * dy + dz * dz, box, half2, b5, u_shift, half, one)
+    old = _w_cut(dx * dx + dy * dy + dz * dz, box, half2, one)
     dx = _image(xn - xi, box, inv_box, half_box)
     dy = _image(yn - yi, box, inv_box, half_box)
     dz = _image(zn - zi, box, inv_box, half_box)
-    new = _u_cut(dx * dx + dy * dy + dz * dz, box, half2, b5, u_shift, half, one)
+    new = _w_cut(dx * dx + dy * dy + dz * dz, box, half2, one)
     return new - old
 
 
@@ -150,8 +157,8 @@ def _compiled(functions, decorate, **bound):
     return out
 
 
-# fastmath lets LLVM vectorise the pair loop; a zero distance never reaches _u_cut (j ≠ i is masked)
-_pair_change_cpu = _compiled((_image, _rsqrt, _u_cut, _pair_change), nb.njit(inline="always", fastmath=True))["_pair_change"]
+# fastmath lets LLVM vectorise the pair loop; a zero distance never reaches _w_cut (j ≠ i is masked)
+_pair_change_cpu = _compiled((_image, _rsqrt, _w_cut, _pair_change), nb.njit(inline="always", fastmath=True))["_pair_change"]
 
 
 def _wrap(x, box):
@@ -163,9 +170,8 @@ _wrap_cpu = nb.njit(inline="always", fastmath=True)(_wrap)
 
 
 def chain_constants(box: float, b: float):
-    """(L, 1/L, (L/2)², b⁵, b⁵(2/L)⁵): the numbers every generation kernel needs."""
-    b5 = b ** 5
-    return float(box), 1.0 / box, 0.25 * box * box, b5, b5 * (2.0 / box) ** 5
+    """(L, 1/L, (L/2)², b⁵): the numbers every generation kernel needs (Å, Å⁻¹, Å², Å⁵)."""
+    return float(box), 1.0 / box, 0.25 * box * box, b ** 5
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,7 +186,7 @@ def _propose(states, w, n, sigma):
 
 
 @nb.njit(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath=True)
-def generate_cpu(positions, states, box, inv_box, half2, b5, u_shift, n_macro, sigma, accepted):
+def generate_cpu(positions, states, box, inv_box, half2, b5, n_macro, sigma, accepted):
     """``n_macro`` macroupdates (N microupdates each) of every walker, in place.
 
     positions (W, N, 3) float64 in Å inside [0, L)³; states (W, 2) uint64; accepted (W,) int64
@@ -203,9 +209,9 @@ def generate_cpu(positions, states, box, inv_box, half2, b5, u_shift, n_macro, s
                 other = i != j  # branch-free: i = j gets a harmless dummy position and weight 0
                 total += (1.0 if other else 0.0) * _pair_change_cpu(
                     xo, yo, zo, xn, yn, zn, X[i] if other else _wrap_cpu(xo + 0.5 * box, box), Y[i], Z[i], box, inv_box,
-                    half2, b5, u_shift, 0.5, 1.0)
+                    half2, 0.5, 1.0)
             xi = _rng.uniform(states, w)
-            if xi < math.exp(min(2.0 * total, 0.0)):
+            if xi < math.exp(min(-b5 * total, 0.0)):  # 2Δu = −b⁵Δw
                 X[j] = xn
                 Y[j] = yn
                 Z[j] = zn
@@ -279,6 +285,7 @@ def available() -> bool:
 
 MIN_IMAGES = ("fold", "fold_select", "select", "rint")
 INVERSES = ("rsqrt", "divide")
+UNROLLS = (2, 4)
 
 
 def default_min_image(single: bool) -> str:
@@ -287,24 +294,39 @@ def default_min_image(single: bool) -> str:
     return "fold" if single else "fold_select"
 
 
-def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt") -> dict:
+def default_unroll(single: bool, threads: int = 32, memory: str = "shared") -> int:
+    """Atoms per trip of the pair loop (independent pair terms in flight per thread), the faster on an
+    H100 (helium_gpu_h100v7_2026-11-23): four in float64 with the coordinates in shared memory (3–7 %
+    more pair evaluations per second than two at N = 256–4096), two otherwise — in float32 four was
+    0.5 % slower, and in the float64 global-memory kernel 31 % slower at N = 40960 with 512 threads:
+    its 72 registers per thread leave room for one block of 512 per SM instead of two, too few warps
+    to hide L2 latency (and a block of 1024 could not start at all)."""
+    return 4 if not single and memory == "shared" and threads <= 512 else 2
+
+
+def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None,
+            threads: int = 32, memory: str = "shared") -> dict:
     """The GPU kernels for float32 (``single``) or float64 coordinates and sums.
 
     Forms of the pair term, all the same u(r) to round-off (the stage ``variants`` of
     ``benchmarks/helium_gpu.py`` times them): ``min_image`` "fold" (:func:`_image`), "fold_select"
     (:func:`_image_fold_select`), "select" (:func:`_image_select`) or "rint" (d − L·rint(d/L); the
     simulator has no rint and uses "fold"), default :func:`default_min_image`; ``inverse`` "rsqrt"
-    (:func:`_u_cut`) or "divide" (:func:`_u_cut_divide`).
+    (:func:`_w_cut`) or "divide" (:func:`_w_cut_divide`); ``unroll``: atoms per trip of the pair loop,
+    2 or 4, default :func:`default_unroll` for blocks of ``threads`` and coordinates in ``memory``.
     """
-    return _kernels(bool(single), default_min_image(single) if min_image is None else min_image, inverse)
+    return _kernels(bool(single), default_min_image(single) if min_image is None else min_image, inverse,
+                    default_unroll(single, threads, memory) if unroll is None else unroll)
 
 
 @functools.lru_cache(maxsize=None)
-def _kernels(single: bool, min_image: str, inverse: str) -> dict:
+def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
     if min_image not in MIN_IMAGES:
         raise ValueError(f"min_image must be one of {', '.join(MIN_IMAGES)}, got {min_image!r}")
     if inverse not in INVERSES:
         raise ValueError(f"inverse must be one of {', '.join(INVERSES)}, got {inverse!r}")
+    if unroll not in UNROLLS:
+        raise ValueError(f"unroll must be one of {', '.join(map(str, UNROLLS))}, got {unroll!r}")
     import numba
 
     c = _cuda()
@@ -328,8 +350,8 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
         hardware_rsqrt = libdevice.rsqrtf if single else libdevice.rsqrt
         rsqrt = lambda x: hardware_rsqrt(x)  # noqa: E731
     bound = {"_image": device(image), "_rsqrt": device(rsqrt)}
-    u_cut = _u_cut_divide if inverse == "divide" else _u_cut
-    bound["_u_cut"] = _compiled((u_cut,), device, **bound)[u_cut.__name__]
+    w_cut = _w_cut_divide if inverse == "divide" else _w_cut
+    bound["_w_cut"] = _compiled((w_cut,), device, **bound)[w_cut.__name__]
     pair_change = _compiled((_pair_change,), device, **bound)["_pair_change"]
     wrap = c.jit(**generation_kw)(_wrap)
     potential_ns = dict(vars(_helium))
@@ -405,16 +427,18 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
         cuda.syncthreads()
 
     @c.jit(**generation_kw)
-    def chain(X, Y, Z, st, box, inv_box, half2, b5, u_shift, n_micro, sigma, draws, bits, warp_sums, out,
-              m_write, w):
+    def chain(X, Y, Z, st, box, inv_box, half2, b5, n_micro, sigma, draws, bits, warp_sums, out, m_write, w):
         """The persistent loop of one walker; X, Y, Z are shared or global (N,) arrays."""
         # 32-bit unsigned indices: 64-bit index arithmetic, and numba's negative-index wrap-around of
         # signed ones, cost extra instructions in the pair loop
         t = u32(cuda.threadIdx.x)
         T = u32(cuda.blockDim.x)
         N = u32(X.shape[0])
-        last = u32(N - T) if N > T else u32(0)  # two atoms per trip while i + T < N
-        step2 = u32(2 * T)
+        reach = u32((unroll - 1) * T)
+        last = u32(N - reach) if N > reach else u32(0)  # `unroll` atoms per trip while i + reach < N
+        step = u32(unroll * T)
+        one = real(1.0)
+        half = real(0.5)
         n_acc = 0
         write = 0
         for k in range(n_micro):
@@ -435,21 +459,30 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
             zero = real(0.0)
             part0 = zero
             part1 = zero
+            part2 = zero
+            part3 = zero
             i = t
             while i < last:  # u32() on every index: numba widens 32-bit arithmetic to 64 bits
-                v0 = pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, b5, u_shift,
-                                 real(0.5), real(1.0))
+                v0 = pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
                 k1 = u32(i + T)
-                v1 = pair_change(xo, yo, zo, xn, yn, zn, X[k1], Y[k1], Z[k1], box, inv_box, half2, b5, u_shift,
-                                 real(0.5), real(1.0))
+                v1 = pair_change(xo, yo, zo, xn, yn, zn, X[k1], Y[k1], Z[k1], box, inv_box, half2, half, one)
                 part0 += v0 if i != j else zero  # a select: the i = j term (r = 0) is never used
                 part1 += v1 if k1 != j else zero
-                i = u32(i + step2)
-            if i < N and i != j:
-                part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, b5, u_shift,
-                                     real(0.5), real(1.0))
-            total = block_sum(part0 + part1, warp_sums)
-            if t == 0 and draws[b, 4] < math.exp(min(2.0 * float(total), 0.0)):
+                if unroll == 4:  # a compile-time constant: the other form is not compiled
+                    k2 = u32(k1 + T)
+                    v2 = pair_change(xo, yo, zo, xn, yn, zn, X[k2], Y[k2], Z[k2], box, inv_box, half2, half, one)
+                    k3 = u32(k2 + T)
+                    v3 = pair_change(xo, yo, zo, xn, yn, zn, X[k3], Y[k3], Z[k3], box, inv_box, half2, half, one)
+                    part2 += v2 if k2 != j else zero
+                    part3 += v3 if k3 != j else zero
+                i = u32(i + step)
+            while i < N:  # at most unroll − 1 single atoms
+                if i != j:
+                    part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
+                i = u32(i + T)
+            total = block_sum((part0 + part1) + (part2 + part3), warp_sums)
+            # 2Δu = −b⁵Δw (_w_cut)
+            if t == 0 and draws[b, 4] < math.exp(min(-float(b5) * float(total), 0.0)):
                 X[j] = xn
                 Y[j] = yn
                 Z[j] = zn
@@ -466,7 +499,7 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
         return n_acc
 
     @c.jit(fastmath=fast)
-    def generate_shared(coords, states, box, inv_box, half2, b5, u_shift, n_micro, sigma, accepted, out, m_write):
+    def generate_shared(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
         """coords (W, 3, N); states (2, W) uint64; accepted (W,) int64; out (writeouts, W, 3, N)."""
         w = cuda.blockIdx.x
         t = cuda.threadIdx.x
@@ -486,8 +519,8 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
         st[0, 0] = states[0, w]
         st[0, 1] = states[1, w]
         cuda.syncthreads()
-        n_acc = chain(X, Y, Z, st, real(box), real(inv_box), real(half2), real(b5), real(u_shift), n_micro, sigma, draws,
-                      bits, warp_sums, out, m_write, w)
+        n_acc = chain(X, Y, Z, st, real(box), real(inv_box), real(half2), real(b5), n_micro, sigma, draws, bits,
+                      warp_sums, out, m_write, w)
         cuda.syncthreads()
         for i in range(t, N, cuda.blockDim.x):
             coords[w, 0, i] = X[i]
@@ -499,7 +532,7 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
             accepted[w] += n_acc
 
     @c.jit(fastmath=fast)
-    def generate_global(coords, states, box, inv_box, half2, b5, u_shift, n_micro, sigma, accepted, out, m_write):
+    def generate_global(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
         """As ``generate_shared`` with the coordinates left in global memory (large N)."""
         w = cuda.blockIdx.x
         t = cuda.threadIdx.x
@@ -511,7 +544,7 @@ def _kernels(single: bool, min_image: str, inverse: str) -> dict:
         st[0, 1] = states[1, w]
         cuda.syncthreads()
         n_acc = chain(coords[w, 0], coords[w, 1], coords[w, 2], st, real(box), real(inv_box), real(half2),
-                      real(b5), real(u_shift), n_micro, sigma, draws, bits, warp_sums, out, m_write, w)
+                      real(b5), n_micro, sigma, draws, bits, warp_sums, out, m_write, w)
         if t == 0:
             states[0, w] = st[0, 0]
             states[1, w] = st[0, 1]
@@ -633,14 +666,14 @@ class HeliumChains:
 
     positions (W, N, 3) in Å; states (W, 2) uint64 (one xoroshiro128+ stream per chain);
     sigma: Gaussian step per component (Å); dtype float64 or float32; memory "auto" | "shared" |
-    "global" (where the coordinates live during a launch); min_image, inverse: forms of the pair
-    term, see :func:`kernels`.
+    "global" (where the coordinates live during a launch); min_image, inverse, unroll: forms of the
+    pair loop, see :func:`kernels`.
     """
 
     backend = "cuda"
 
     def __init__(self, system, positions, states, sigma: float, threads: int | None = None, dtype=np.float64,
-                 memory: str = "auto", min_image: str | None = None, inverse: str = "rsqrt"):
+                 memory: str = "auto", min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None):
         c = _cuda()
         self.system = system
         self.dtype = np.dtype(dtype)
@@ -669,7 +702,7 @@ class HeliumChains:
         self.states = c.to_device(np.ascontiguousarray(np.asarray(states, dtype=np.uint64).T))
         self.accepted = c.to_device(np.zeros(W, dtype=np.int64))
         self.proposed = 0
-        self._k = kernels(self.dtype == np.float32, min_image, inverse)
+        self._k = kernels(self.dtype == np.float32, min_image, inverse, unroll, self.threads, memory)
         self._no_out = c.device_array((0, W, 3, N), dtype=self.dtype)
         self.n_walkers, self.n_atoms = W, N
         self._launchers = {}
