@@ -216,19 +216,26 @@ FP64_PIPE = ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX")
 
 
 def sass_instructions(text: str) -> list:
-    """(address, opcode) of every instruction in ``cuobjdump``/``nvdisasm`` SASS text (predicates dropped,
-    opcode without modifiers), and the branch target where the instruction is a BRA."""
-    out = []
+    """(address, opcode, branch target) of every instruction in SASS text, ``nvdisasm``'s (branch
+    targets as labels, ``.L_x_5:`` lines) or ``cuobjdump``'s (targets as addresses): predicates
+    dropped, opcodes without modifiers, the target None but for branches."""
+    rows, labels, pending = [], {}, []
     for line in text.splitlines():
+        label = re.match(r"\s*(\.L\w+):", line)
+        if label:
+            pending.append(label.group(1))
+            continue
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
         if not m:
             continue
+        address = int(m.group(1), 16)
+        labels.update((name, address) for name in pending)
+        pending = []
         words = [w for w in m.group(2).split() if not w.startswith("@")]
-        if not words:
-            continue
-        target = re.search(r"BRA\b.*?(0x[0-9a-f]+)", m.group(2))
-        out.append((int(m.group(1), 16), words[0].split(".")[0], int(target.group(1), 16) if target else None))
-    return out
+        if words:
+            target = re.search(r"BRA\b.*?(0x[0-9a-f]+|\.L\w+)", m.group(2))
+            rows.append((address, words[0].split(".")[0], target.group(1) if target else None))
+    return [(a, op, None if t is None else int(t, 16) if t.startswith("0x") else labels.get(t)) for a, op, t in rows]
 
 
 def pair_loop(instructions: list, evaluations: int) -> dict:

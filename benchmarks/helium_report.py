@@ -3,10 +3,13 @@
 (what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
 Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cores):
-  helium_gpu_h100v6_2026-11-23.json         twins, speed, time-to-error, pair-term variants, FMA probes
-                                            (current kernel: folded minimum images, u(r) from rsqrt with a
-                                            clamp as cut-off, unsigned 32-bit indices, random numbers in
-                                            batches of 32 microupdates; helium_gpu_h100v4_… is the kernel before)
+  helium_gpu_h100v7_2026-11-23.json         twins, speed, time-to-error, pair-loop variants, FMA probes
+                                            (current kernel: folded minimum images, w(r) = r⁻⁵ + (L − r)⁻⁵ from
+                                            rsqrt with a clamp as cut-off and scaled once after the block sum,
+                                            unsigned 32-bit indices, four atoms per trip in float64, random
+                                            numbers in batches of 32 microupdates; helium_gpu_h100v6_… is the
+                                            kernel before the scaling and the float64 select of ±d)
+  helium_gpu_h100v7sass_2026-11-23.json     the same kernels' SASS, with the pair loop's counts
   helium_gpu_h100v3masking_2026-11-23.json  load masking, both panels of 004's Fig. 3 (N = 512, 8 chains;
                                             the kernel before the two-atom loop)
   helium_gpu_sample_h100_2026-11-22.json    sample run (float64; the same pair terms, rint images)
@@ -62,10 +65,14 @@ def fit_sequential_optimum(seq: dict) -> dict:
 
 def build() -> dict:
     main, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100v6_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
+        "helium_gpu_h100v7_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
         "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
+    # the pair loop's SASS counts: a later variants-only run of the same kernels (the main run's parser
+    # did not read nvdisasm's label branch targets)
+    main["variants"]["sass_generate_shared"] = load("helium_gpu_h100v7sass_2026-11-23.json")["variants"][
+        "sass_generate_shared"]
     seq = load("helium_gpu_h100_seqopt_2026-11-22.json")["sequential_optimum"]
     seq = seq | fit_sequential_optimum(seq)
     # the faster FMA probe (the run's own speed stage divided by numba's, which is loop-bound in float32)
@@ -113,8 +120,9 @@ def build() -> dict:
     # g(r) of writeout k runs while the GPU generates and measures writeout k + 1: hidden once
     # m t_G + t_E ≥ t_g(r)
     masked_from = (right["t_gr_s"] - right["t_E_s"]) / right["t_G_s"]
-    variants = [{k: r[k] for k in ("n", "dtype", "min_image", "inverse", "walkers", "s_per_macroupdate_per_chain",
-                                   "pair_evaluations_per_s", "roofline_fraction")} for r in main["variants"]["rows"]]
+    variants = [{k: r.get(k, 2) for k in ("n", "dtype", "min_image", "inverse", "unroll", "walkers",
+                                          "s_per_macroupdate_per_chain", "pair_evaluations_per_s", "roofline_fraction")}
+                for r in main["variants"]["rows"]]
     scan = [{"b": r["b"], "acceptance": r["acceptance"],
              **{k: [v["mean"], v["error"]] for k, v in r["estimates"].items()}} for r in scan_dmc["sample_b_scan"]]
     b_fit = {}
@@ -183,12 +191,12 @@ def markdown(d: dict) -> str:
            f"TFLOP/s (float64) and {d['measured_peak_flops']['float32'] / 1e12:.1f} TFLOP/s (float32); nominal "
            "33.5 / 66.9.", "",
            "## Twins (GPU generation kernel vs CPU kernel, same walkers and streams)", "",
-           "| N | memory | threads | macroupdates | accept mismatches | streams equal | max abs Δr (Å) |",
-           "|---:|---|---:|---:|---:|---|---:|"]
+           "| N | memory | threads | atoms per trip | macroupdates | accept mismatches | streams equal | max abs Δr (Å) |",
+           "|---:|---|---:|---:|---:|---:|---|---:|"]
     for r in d["twins"]:
         if "memory" in r:
-            out.append(f"| {r['n']} | {r['memory']} | {r['threads']} | {r['macro']} | {r['accept_mismatch']} | "
-                       f"{r['states_equal']} | {r['max_dpos']:.1e} |")
+            out.append(f"| {r['n']} | {r['memory']} | {r['threads']} | {r.get('unroll', 2)} | {r['macro']} | "
+                       f"{r['accept_mismatch']} | {r['states_equal']} | {r['max_dpos']:.1e} |")
     out += ["", "float32 vs float64 (same streams): " + "; ".join(
         f"N = {r['n']}: max abs Δr {r['float32_max_dpos']:.1e} Å, {r['float32_accept_mismatch']} accept mismatches; "
         f"energy kernel vs CPU estimators {r['energy_max_rel']:.1e} relative" for r in d["twins"] if "float32_max_dpos" in r),
@@ -264,22 +272,29 @@ def markdown(d: dict) -> str:
     out += ["", "## Forms of the pair term (same chains and launches, default block sizes)", "",
             "Minimum image: fold = min(|d|, L − |d|), fold_select = the same with a compare and select, select = the "
             "signed image by two compares, rint = d − L rint(d/L). Inverse: rsqrt = 1/r and 1/(L − r) from "
-            "reciprocal square roots with r² clamped to (L/2)² as the cut-off; divide = √, one division and a select "
-            "(the kernel before).", "",
-            "| N | dtype | image | inverse | chains | ms per macroupdate per chain | pair eval/s | % measured peak |",
-            "|---:|---|---|---|---:|---:|---:|---:|"]
+            "reciprocal square roots with r² clamped to (L/2)² as the cut-off; divide = √ and one division (the "
+            "kernel before, now with the same clamp).", "",
+            "| N | dtype | image | inverse | atoms per trip | chains | ms per macroupdate per chain | pair eval/s | % measured peak |",
+            "|---:|---|---|---|---:|---:|---:|---:|---:|"]
     for v in d["pair_term_variants"]:
-        out.append(f"| {v['n']} | {v['dtype']} | {v['min_image']} | {v['inverse']} | {v['walkers']} | "
+        out.append(f"| {v['n']} | {v['dtype']} | {v['min_image']} | {v['inverse']} | {v['unroll']} | {v['walkers']} | "
                    f"{1e3 * v['s_per_macroupdate_per_chain']:.4g} | {v['pair_evaluations_per_s']:.3e} | "
                    f"{100 * v['roofline_fraction']:.1f} |")
     probes = d["fma_probes"]
+    loops = {key: v["pair_loop"] for key, v in d["sass_generate_shared"].items()
+             if "error" not in v.get("pair_loop", {"error": ""}) and "rsqrt" in key}
     out += ["", "The kernels use fold/rsqrt in float32 and fold_select/rsqrt in float64 (float64 has no min "
             "instruction on sm_90; its NaN-propagating emulation costs about eight instructions). Besides the pair "
             "term, this kernel takes the random numbers in batches of 32 microupdates (thread 0 steps the stream, "
             "lane b of warp 0 turns microupdate b's numbers into j, δ and ξ), where one thread used to compute "
             "Box–Muller's log, √, cos and sin between two barriers of every microupdate, and indexes with unsigned "
-            "32-bit integers (no negative-index wrap-around). Float32 pair loop in SASS: 33 instructions per pair "
-            "evaluation (it was about 46).", "",
+            "32-bit integers (no negative-index wrap-around). Pair changes sum w = r⁻⁵ + (L − r)⁻⁵ and scale by −½b⁵ "
+            "once after the block sum. The pair loop in SASS (static counts, the float64 rsqrt slow path included): "
+            + "; ".join(f"{key}: {loop['instructions_per_evaluation']:.1f} instructions per pair evaluation, "
+                        f"{loop['fp64_pipe_per_evaluation']:.0f} on the FP64 pipe"
+                        for key, loop in loops.items()) + ". Float32 was 33 in the kernel before (helium_gpu_h100v6_2026-11-23), "
+            "about 46 before that; float64's FP64-pipe count fell from 36 to 32 (±d select, scaling after the sum: "
+            "SASS read offline with numba-cuda, ptxas and cuobjdump, the same counts as on the device).", "",
             "**FMA probes** (the peak the fractions above use is the faster): " + "; ".join(
                 f"{dtype}: numba {v['numba']['flops'] / 1e12:.1f}, CUDA C (CuPy NVRTC, 16 chains per thread) "
                 f"{v['cuda_c']['flops'] / 1e12:.1f} TFLOP/s" for dtype, v in probes.items()) + ". numba's float32 "

@@ -18,8 +18,8 @@ GPU design (study 000 §4, on today's hardware)
   the matrix side); ``bfactor`` (default 8) must
   divide 32 (so its groups sit inside warps);
 * A⁻¹ (M×M float64, rows = down labels, columns = up labels), the site lists and occupations live in
-  SHARED memory for the whole launch (105 KB per block at L = 15 with the work vectors and the
-  measurement tile: above 48 KB the kernel's dynamic shared memory limit is raised, as in
+  SHARED memory for the whole launch (107 KB per block at L = 15 with the work vectors, the
+  measurement tile and its site lists: above 48 KB the kernel's dynamic shared memory limit is raised, as in
   :mod:`.helium_chains`); the pair matrix and its transpose stay in global memory (read-only, shared
   by every chain; the transpose gives row-wise reads for down electrons, as the thesis's TPairfunc);
 * a persistent loop over sweeps and proposals in one launch (equilibration: ``measure=False``;
@@ -41,11 +41,13 @@ GPU design (study 000 §4, on today's hardware)
 * the rebuild is an in-block Gauss–Jordan elimination with partial pivoting, in place in shared
   memory (rows by warp, columns by lane; row interchanges undone as column interchanges at the end);
   the previous A⁻¹ is kept in per-chain global scratch for the drift;
-* a measurement forms G = A⁻¹ Φ(R↑, sites) (M × N_s) and F = Φ(sites, R↓) A⁻¹ (N_s × M) in per-chain
-  global scratch — the Φ rows are gathered into a shared tile 16 sites at a time, each thread forms
-  4 rows of a column from shared memory — then the hop terms (one per thread) and the exchange terms
-  (one warp per bond, its lanes splitting the sum over c) of ``local_energy`` (same formulas),
-  reduced over the block;
+* a measurement forms the parts of G = A⁻¹ Φ(R↑, sites) (M × N_s) and F = Φ(sites, R↓) A⁻¹
+  (N_s × M) that ``local_energy`` reads, in per-chain global scratch: F's rows at the sites without an
+  up electron, G's columns at the empty sites (listed first, in shared memory; 124 of 226 rows and 22
+  of 226 columns at L = 15, x ≈ 0.1) — the Φ rows are gathered into a shared tile 16 sites at a time,
+  each thread forms 4 rows of a column from shared memory — then the hop terms (one per thread) and
+  the exchange terms (one warp per bond, its lanes splitting the sums over c, G[l, a] among them) of
+  ``local_energy`` (same formulas), reduced over the block;
 * every exchange of data between threads crosses a ``syncthreads`` barrier or is a ``*_sync`` warp
   shuffle with the full mask at a point all 32 lanes reach (no warp-synchronous code: correct on
   Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
@@ -56,9 +58,10 @@ GPU design (study 000 §4, on today's hardware)
   count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v3_2026-11-23.md: 32 chains, 5000 + 5000
-sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.51, 1.48 and 6.89 s (Tesla M2070, bfactor 8: 3.19,
-17.37, 309.72 s). At L = 15 a proposal costs ≈ 2.7 µs and a measurement ≈ 0.34 ms per sweep: the block
+Measured on an H100 (benchmarks/results/lattice_chains_h100v4_2026-11-23.md: 32 chains, 5000 + 5000
+sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.51, 1.40 and 6.05 s (Tesla M2070, bfactor 8: 3.19,
+17.37, 309.72 s). At L = 15 a proposal costs ≈ 2.7 µs and a measurement ≈ 0.17 ms per sweep (0.34 ms
+when it formed all of F and G, lattice_chains_h100v3_2026-11-23: 6.89 s): the block
 issues an instruction every ~4.8 cycles per warp (Nsight Compute), and the O(M²) swap ratio's column
 sums, which read all of A⁻¹ from shared memory, are 45 % of the instructions and 42 % of the stall
 samples; 32 chains use 32 of the 132 SMs (throughput rises 4.2× up to 132 chains).
@@ -159,9 +162,9 @@ TILE = 16  # columns of a measurement tile (Φ rows gathered into shared memory)
 def shared_bytes(size: int, n_sites: int, threads: int) -> int:
     """Dynamic shared memory of one block: A⁻¹ (M²), four vectors (M), a measurement tile (16·M), the
     reduction slots and the counters (float64), then the site lists, occupations, pivots, permutation
-    and argmax indices (int32)."""
+    and argmax indices, and the measurement's two site lists and their counts (int32)."""
     doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + N_COUNTERS
-    ints = 4 * size + 2 * n_sites + reduction_ints(threads)
+    ints = 4 * size + 2 * n_sites + reduction_ints(threads) + 2 * n_sites + 2
     return 8 * doubles + 4 * ints
 
 
@@ -745,25 +748,28 @@ def kernels(max_registers: int = 255) -> dict:
 
     # --- measurement ---------------------------------------------------------------------------
     @dev
-    def gather_product(A, M, rs, ks, table, idx, NS, out, ro, ao, tile):
-        """out[r·ro + a·ao] = Σ_k A[r·rs + k·ks] · table[idx[k], a] for r < M, a < N_s: the rows of
-        ``table`` at ``idx`` are gathered into shared memory 16 columns at a time (coalesced, all loads
-        in flight), then each thread forms 4 rows of one column from shared memory."""
+    def gather_product(A, M, rs, ks, table, idx, out, ro, ao, tile, sites, count, listed):
+        """out[r·ro + a·ao] = Σ_k A[r·rs + k·ks] · table[idx[k], a] for r < M and the sites a = sites[q],
+        q < ``count`` (``listed``; otherwise a = q): the rows of ``table`` at ``idx`` are gathered into
+        shared memory 16 sites at a time (coalesced, all loads in flight), then each thread forms 4 rows
+        of one column from shared memory. ``count`` must be the same in every thread (barriers)."""
         t = cuda.threadIdx.x
         T = cuda.blockDim.x
         col = t & (TW - 1)
         rg = t // TW
         nrg = T // TW
         a0 = 0
-        while a0 < NS:
+        while a0 < count:
             e = t
             while e < M * TW:
                 kk = e // TW
-                aa = a0 + (e & (TW - 1))
-                tile[e] = table[idx[kk], aa] if aa < NS else 0.0
+                q = a0 + (e & (TW - 1))
+                aa = (sites[q] if listed else q) if q < count else 0
+                tile[e] = table[idx[kk], aa] if q < count else 0.0
                 e += T
             cuda.syncthreads()
-            a = a0 + col
+            q = a0 + col
+            a = (sites[q] if listed else q) if q < count else 0
             r = rg
             while r < M:
                 r1 = r + nrg
@@ -840,7 +846,7 @@ def kernels(max_registers: int = 255) -> dict:
                     i3 = u32(i3 + ks32)
                     it = u32(it + TW)
                     k = u32(k + 1)
-                if a < NS:
+                if q < count:
                     out[r * ro + a * ao] = s0
                     if r1 < M:
                         out[r1 * ro + a * ao] = s1
@@ -855,7 +861,11 @@ def kernels(max_registers: int = 255) -> dict:
     @dev
     def block_energy_given(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site, up_at,
                      dn_at, F, G, tile, red):
-        """block_energy with F and G given (the tracked kernel's, up to date): ``local_energy_given``."""
+        """(E_kin, E_J, double occupancy) with F and G given, to every thread (``local_energy_given``).
+
+        Reads F's rows at the sites without an up electron and G's columns at the sites a down
+        electron may hop to (empty sites; without the projection, every site without a down
+        electron); the exchange terms form their G[l, a] (a an up site) as a sum of their own."""
         t = cuda.threadIdx.x
         T = cuda.blockDim.x
         nnb = neighbours.shape[1]
@@ -899,36 +909,34 @@ def kernels(max_registers: int = 255) -> dict:
                         b = i
                         ok = True
                 h = 0.0
+                g = 0.0
                 if ok:
+                    # h = Σ_c F[b, c] φ(R↑_c, a) and G[l, a] = Σ_c A⁻¹[l, c] φ(R↑_c, a), l = dn_at[b]
                     fb = b * M
+                    lb = dn_at[b] * M
                     h0 = 0.0
                     h1 = 0.0
-                    h2 = 0.0
-                    h3 = 0.0
+                    g0 = 0.0
+                    g1 = 0.0
                     col = lane
-                    while col < M:  # four independent loads in flight per lane
+                    while col < M:  # two columns per lane and trip, their loads in flight together
                         c1 = min(col + 32, M - 1)
-                        c2 = min(col + 64, M - 1)
-                        c3 = min(col + 96, M - 1)
-                        x0 = F[fb + col] * pairT[a, up_site[col]]
-                        x1 = F[fb + c1] * pairT[a, up_site[c1]]
-                        x2 = F[fb + c2] * pairT[a, up_site[c2]]
-                        x3 = F[fb + c3] * pairT[a, up_site[c3]]
-                        h0 += x0
-                        if col + 32 < M:
-                            h1 += x1
-                        if col + 64 < M:
-                            h2 += x2
-                        if col + 96 < M:
-                            h3 += x3
-                        col += 128
-                    h = (h0 + h1) + (h2 + h3)
+                        p0 = pairT[a, up_site[col]]
+                        p1 = pairT[a, up_site[c1]] if col + 32 < M else 0.0
+                        h0 += F[fb + col] * p0
+                        g0 += A[lb + col] * p0
+                        h1 += F[fb + c1] * p1
+                        g1 += A[lb + c1] * p1
+                        col += 64
+                    h = h0 + h1
+                    g = g0 + g1
                 h = group_sum(h, 32, red)
+                g = group_sum(g, 32, red)
                 if ok and lane == 0:
                     k = up_at[a]  # up electron k: a → b;  down electron l: b → a
                     l = dn_at[b]
                     alk = A[l * M + k]
-                    swap = alk * pair[b, a] + F[b * M + k] * G[l * NS + a] - alk * h
+                    swap = alk * pair[b, a] + F[b * M + k] * g - alk * h
                     exchange -= 0.5 * J * (1.0 + swap)
                 e0 += nw
         double = 0.0
@@ -942,11 +950,33 @@ def kernels(max_registers: int = 255) -> dict:
 
     @dev
     def block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site, up_at,
-                     dn_at, F, G, tile, red):
-        """(E_kin, E_J, double occupancy) of the configuration, to every thread (``local_energy``)."""
+                     dn_at, F, G, tile, red, f_sites, g_sites, counts):
+        """(E_kin, E_J, double occupancy) of the configuration, to every thread (``local_energy``).
+
+        Forms only the F rows and G columns that :func:`block_energy_given` reads: their sites are
+        listed first (``f_sites``, ``g_sites``: int32 (N_s,), ``counts``: int32 (2,), shared), in any
+        order — each entry of F and G is the same sum whichever thread forms it. At L = 15 and x ≈ 0.1
+        that is 124 of 226 rows and 22 of 226 columns."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        if t == 0:
+            counts[0] = 0
+            counts[1] = 0
+        cuda.syncthreads()
+        exchange = projected and J != 0.0
+        s = t
+        while s < NS:
+            if up_at[s] < 0 and (dn_at[s] < 0 or exchange or not projected):
+                f_sites[cuda.atomic.add(counts, 0, 1)] = s
+            if dn_at[s] < 0 and (up_at[s] < 0 or not projected):
+                g_sites[cuda.atomic.add(counts, 1, 1)] = s
+            s += T
+        cuda.syncthreads()
+        nf = counts[0]
+        ng = counts[1]
         # G[l, a] = Σ_k A⁻¹[l, k] φ(R↑_k, a);  F[b, c] = Σ_l φ(b, R↓_l) A⁻¹[l, c] (formed as Fᵀ)
-        gather_product(A, M, M, 1, pair, up_site, NS, G, NS, 1, tile)
-        gather_product(A, M, 1, M, pairT, dn_site, NS, F, 1, M, tile)  # the barrier at its end: F, G visible
+        gather_product(A, M, M, 1, pair, up_site, G, NS, 1, tile, g_sites, ng, True)
+        gather_product(A, M, 1, M, pairT, dn_site, F, 1, M, tile, f_sites, nf, True)  # ends with a barrier
         return block_energy_given(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected, up_site, dn_site,
                                   up_at, dn_at, F, G, tile, red)
 
@@ -997,7 +1027,11 @@ def kernels(max_registers: int = 255) -> dict:
         o2 = o + 2 * M + 2 * NS
         perm = ish[o2:o2 + M]
         sigma = ish[o2 + M:o2 + 2 * M]
-        redi = ish[o2 + 2 * M:o2 + 2 * M + (T if SIM else 32)]
+        o3 = o2 + 2 * M + (T if SIM else 32)
+        redi = ish[o2 + 2 * M:o3]
+        f_sites = ish[o3:o3 + NS]  # the measurement's site lists (block_energy)
+        g_sites = ish[o3 + NS:o3 + 2 * NS]
+        n_listed = ish[o3 + 2 * NS:o3 + 2 * NS + 2]
         # thread layouts: T_P threads per column, bfactor threads per row (one division each, here)
         # a column's T_P threads sit 32/T_P lanes apart in one warp, so that the first and second
         # half-warps each read one row of A⁻¹ (16 consecutive doubles: no bank conflicts; adjacent
@@ -1165,7 +1199,8 @@ def kernels(max_registers: int = 255) -> dict:
                 dmax = max(dmax, d)
             if measure:
                 kinetic, exchange, double = block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J,
-                                                         projected, up_site, dn_site, up_at, dn_at, F, G, tile, red)
+                                                         projected, up_site, dn_site, up_at, dn_at, F, G, tile, red,
+                                                         f_sites, g_sites, n_listed)
                 if t == 0:
                     energies[w, sweep, 0] = kinetic
                     energies[w, sweep, 1] = exchange
@@ -1199,8 +1234,8 @@ def kernels(max_registers: int = 255) -> dict:
     @dev
     def fresh_fg(A, M, NS, pair, pairT, up_site, dn_site, F, G, tile):
         """G = A⁻¹ Φ(R↑, sites), F = Φ(sites, R↓) A⁻¹ from scratch (hop_ratios); ends with a barrier."""
-        gather_product(A, M, M, 1, pair, up_site, NS, G, NS, 1, tile)
-        gather_product(A, M, 1, M, pairT, dn_site, NS, F, 1, M, tile)
+        gather_product(A, M, M, 1, pair, up_site, G, NS, 1, tile, up_site, NS, False)
+        gather_product(A, M, 1, M, pairT, dn_site, F, 1, M, tile, up_site, NS, False)
 
     @dev
     def dot_a_col(A, M, col, tab, row, idx):
