@@ -3,13 +3,13 @@
 (what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
 Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cores):
-  helium_gpu_h100v7_2026-11-23.json         twins, speed, time-to-error, pair-loop variants, FMA probes
-                                            (current kernel: folded minimum images, w(r) = r⁻⁵ + (L − r)⁻⁵ from
-                                            rsqrt with a clamp as cut-off and scaled once after the block sum,
-                                            unsigned 32-bit indices, four atoms per trip in float64, random
-                                            numbers in batches of 32 microupdates; helium_gpu_h100v6_… is the
-                                            kernel before the scaling and the float64 select of ±d)
-  helium_gpu_h100v7sass_2026-11-23.json     the same kernels' SASS, with the pair loop's counts
+  helium_gpu_h100v8_2026-11-23.json         twins, speed, time-to-error, pair-loop variants with their SASS
+                                            counts, FMA probes (current kernel: folded minimum images, w(r) =
+                                            r⁻⁵ + (L − r)⁻⁵ from rsqrt with a clamp as cut-off and scaled once
+                                            after the block sum, unsigned 32-bit indices, four atoms per trip in
+                                            float64, random numbers in batches of 32 microupdates with ln ξ formed
+                                            there; helium_gpu_h100v7_… is the kernel before the ln ξ decision,
+                                            helium_gpu_h100v6_… the one before the scaling and the ±d select)
   helium_gpu_h100v3masking_2026-11-23.json  load masking, both panels of 004's Fig. 3 (N = 512, 8 chains;
                                             the kernel before the two-atom loop)
   helium_gpu_sample_h100_2026-11-22.json    sample run (float64; the same pair terms, rint images)
@@ -65,14 +65,10 @@ def fit_sequential_optimum(seq: dict) -> dict:
 
 def build() -> dict:
     main, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100v7_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
+        "helium_gpu_h100v8_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
         "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
-    # the pair loop's SASS counts: a later variants-only run of the same kernels (the main run's parser
-    # did not read nvdisasm's label branch targets)
-    main["variants"]["sass_generate_shared"] = load("helium_gpu_h100v7sass_2026-11-23.json")["variants"][
-        "sass_generate_shared"]
     seq = load("helium_gpu_h100_seqopt_2026-11-22.json")["sequential_optimum"]
     seq = seq | fit_sequential_optimum(seq)
     # the faster FMA probe (the run's own speed stage divided by numba's, which is loop-bound in float32)
@@ -269,7 +265,9 @@ def markdown(d: dict) -> str:
             "| m | GPU energy, CPU idle (s) | GPU energy, CPU g(r) (s) | excess |", "|---:|---:|---:|---:|"]
     for mm, a, b in zip(r["m"], r["cpu_idle_s"], r["cpu_g_of_r_s"]):
         out.append(f"| {mm} | {a:.3f} | {b:.3f} | {100 * (b - a) / a:+.1f} % |")
-    out += ["", "## Forms of the pair term (same chains and launches, default block sizes)", "",
+    out += ["", "## Forms of the pair term (same chains and launches; 32 threads per chain for N ≤ 1000, 128 for N ≤ 2048, "
+            "512 above — the default block sizes of the run, before helium_chains.default_threads chose them per precision "
+            "from the speed scan)", "",
             "Minimum image: fold = min(|d|, L − |d|), fold_select = the same with a compare and select, select = the "
             "signed image by two compares, rint = d − L rint(d/L). Inverse: rsqrt = 1/r and 1/(L − r) from "
             "reciprocal square roots with r² clamped to (L/2)² as the cut-off; divide = √ and one division (the "
@@ -286,8 +284,9 @@ def markdown(d: dict) -> str:
     out += ["", "The kernels use fold/rsqrt in float32 and fold_select/rsqrt in float64 (float64 has no min "
             "instruction on sm_90; its NaN-propagating emulation costs about eight instructions). Besides the pair "
             "term, this kernel takes the random numbers in batches of 32 microupdates (thread 0 steps the stream, "
-            "lane b of warp 0 turns microupdate b's numbers into j, δ and ξ), where one thread used to compute "
-            "Box–Muller's log, √, cos and sin between two barriers of every microupdate, and indexes with unsigned "
+            "lane b of warp 0 turns microupdate b's numbers into j, δ and ln ξ), where one thread used to compute "
+            "Box–Muller's log, √, cos and sin, and the decision's exp, between two barriers of every microupdate "
+            "(thread 0 now compares ln ξ with 2Δu), and indexes with unsigned "
             "32-bit integers (no negative-index wrap-around). Pair changes sum w = r⁻⁵ + (L − r)⁻⁵ and scale by −½b⁵ "
             "once after the block sum. The pair loop in SASS (static counts, the float64 rsqrt slow path included): "
             + "; ".join(f"{key}: {loop['instructions_per_evaluation']:.1f} instructions per pair evaluation, "

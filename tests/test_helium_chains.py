@@ -202,6 +202,20 @@ def test_step_for_acceptance_reads_the_table():
     assert hc.step_for_acceptance(0.30) > hc.step_for_acceptance(0.5)
 
 
+def test_default_launch_settings_are_valid_blocks():
+    # every default block is whole warps within CUDA's limit, and float64's four-atom trips (72 registers
+    # per thread) are only chosen for blocks that can launch with them (≤ 512 threads)
+    for single, memory, sizes in ((True, "shared", (64, 1000, 1952, 4096, 17000)), (False, "shared", (64, 512, 1000, 8000)),
+                                  (True, "global", (40960,)), (False, "global", (10240, 40960))):
+        for n in sizes:
+            threads = hc.default_threads(n, single, memory)
+            assert threads % 32 == 0 and 32 <= threads <= 1024
+            unroll = hc.default_unroll(single, threads, memory)
+            assert unroll in hc.UNROLLS
+            assert unroll == 2 or threads <= 512
+    assert hc.default_unroll(False, 1024, "shared") == 2 and hc.default_unroll(False, 512, "global") == 2
+
+
 def test_bad_options_raise_clear_errors():
     system, positions, states = _start()
     with pytest.raises(ValueError, match="threads"):

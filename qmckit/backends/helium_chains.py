@@ -210,8 +210,9 @@ def generate_cpu(positions, states, box, inv_box, half2, b5, n_macro, sigma, acc
                 total += (1.0 if other else 0.0) * _pair_change_cpu(
                     xo, yo, zo, xn, yn, zn, X[i] if other else _wrap_cpu(xo + 0.5 * box, box), Y[i], Z[i], box, inv_box,
                     half2, 0.5, 1.0)
-            xi = _rng.uniform(states, w)
-            if xi < math.exp(min(-b5 * total, 0.0)):  # 2Δu = −b⁵Δw
+            # accept when ξ < exp(2Δu), 2Δu = −b⁵Δw, taken as ln ξ < 2Δu (as the GPU kernel, which forms
+            # the logarithms of a batch of ξ in parallel, off the microupdate's path)
+            if math.log(_rng.uniform(states, w)) < -b5 * total:
                 X[j] = xn
                 Y[j] = yn
                 Z[j] = zn
@@ -302,6 +303,19 @@ def default_unroll(single: bool, threads: int = 32, memory: str = "shared") -> i
     its 72 registers per thread leave room for one block of 512 per SM instead of two, too few warps
     to hide L2 latency (and a block of 1024 could not start at all)."""
     return 4 if not single and memory == "shared" and threads <= 512 else 2
+
+
+def default_threads(n: int, single: bool, memory: str = "shared") -> int:
+    """Threads per chain: the fastest block size for N atoms in the speed stage's scan on an H100
+    (helium_gpu_h100v7_2026-11-23; 32 to 1024 threads, 132 to 4224 chains). Float64 wants more warps
+    per block from N = 512 on: shared memory limits the blocks per SM, and its pair loop is bound by
+    the latency of dependent FP64 operations at the few warps left (Nsight Compute: 12–15 active warps
+    per SM, issue slots 55–64 % busy, where float32 reaches 29 warps and 87 %)."""
+    if memory == "global":
+        return 1024 if single else 512
+    if single:
+        return 32 if n <= 1000 else 64 if n <= 2048 else 256
+    return 32 if n <= 256 else 64 if n <= 512 else 128 if n <= 2048 else 256
 
 
 def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None,
@@ -405,9 +419,10 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         """The next ``count`` ≤ 32 microupdates' random numbers, in the CPU kernel's stream order.
 
         Thread 0 draws the 6·count raw 64-bit numbers (the xoroshiro128+ recurrence is sequential);
-        lane b of warp 0 turns microupdate b's into draws[b] = (j, δx, δy, δz, ξ) (float64; δ in Å).
-        Batching moves the uniforms' conversions and Box–Muller's log, √, cos and sin off the single
-        thread that used to do them between two barriers of every microupdate.
+        lane b of warp 0 turns microupdate b's into draws[b] = (j, δx, δy, δz, ln ξ) (float64; δ in Å).
+        Batching moves the uniforms' conversions, Box–Muller's log, √, cos and sin, and the decision's
+        logarithm (thread 0 compares ln ξ with 2Δu: no exp between the barriers) off the single thread
+        that used to do them between two barriers of every microupdate.
         """
         t = cuda.threadIdx.x
         if t == 0:
@@ -423,7 +438,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             draws[t, 1] = sigma * z0
             draws[t, 2] = sigma * z1
             draws[t, 3] = sigma * z2
-            draws[t, 4] = uniform_from_bits(bits[t, 5])
+            draws[t, 4] = math.log(uniform_from_bits(bits[t, 5]))  # ln ξ (−inf for ξ = 0: accepted)
         cuda.syncthreads()
 
     @c.jit(**generation_kw)
@@ -482,7 +497,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
                 i = u32(i + T)
             total = block_sum((part0 + part1) + (part2 + part3), warp_sums)
             # 2Δu = −b⁵Δw (_w_cut)
-            if t == 0 and draws[b, 4] < math.exp(min(-float(b5) * float(total), 0.0)):
+            if t == 0 and draws[b, 4] < -float(b5) * float(total):  # ln ξ < 2Δu: no exp on this path
                 X[j] = xn
                 Y[j] = yn
                 Z[j] = zn
@@ -637,7 +652,7 @@ SHARED_LIMIT_BYTES = 200 * 1024  # leave room below the H100's 227 KB per block
 DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
 # the generation kernels' static shared arrays: the block sum's slots (one per warp) and one batch of
 # random numbers (one lane of warp 0 per microupdate; blocks have ≥ 32 threads): raw 64-bit draws in
-# the CPU kernel's stream order (j, two Box–Muller pairs, ξ) and what they become (j, δx, δy, δz, ξ)
+# the CPU kernel's stream order (j, two Box–Muller pairs, ξ) and what they become (j, δx, δy, δz, ln ξ)
 BLOCK_SUM_SLOTS = 32
 PROPOSALS_PER_DRAW = 32
 RAW_PER_PROPOSAL = 6
@@ -680,11 +695,6 @@ class HeliumChains:
         if self.dtype not in (np.float64, np.float32):
             raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")
         W, N, _ = np.shape(positions)
-        if threads is None:  # the best block sizes measured on an H100 (benchmarks/results/helium_gpu_h100_2026-11-23.md)
-            threads = 32 if N <= 1000 else 128 if N <= 2048 else 256 if N <= 8192 else 512
-        if threads % 32 or not 32 <= threads <= 1024:
-            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
-        self.threads = int(threads)
         bytes_needed = 3 * N * self.dtype.itemsize
         if memory == "auto":
             memory = "shared" if bytes_needed <= SHARED_LIMIT_BYTES else "global"
@@ -693,6 +703,11 @@ class HeliumChains:
         if memory == "shared" and bytes_needed > SHARED_LIMIT_BYTES:
             raise ValueError(f"memory shared: 3N coordinates need {bytes_needed} B > {SHARED_LIMIT_BYTES} B")
         self.memory = memory
+        if threads is None:
+            threads = default_threads(N, self.dtype == np.float32, memory)
+        if threads % 32 or not 32 <= threads <= 1024:
+            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
+        self.threads = int(threads)
         self.sigma = float(sigma)
         self.constants = chain_constants(system.box, system.params.b)
         box = system.box
