@@ -1,0 +1,87 @@
+#!/usr/bin/env python
+"""SASS of the helium generation kernels without a GPU: numba-cuda's PTX (NVVM), ptxas for sm_90, nvdisasm.
+
+Prints, per form of the pair loop, the instructions per pair evaluation of the innermost loop and how
+many of them go to the FP64 pipe (``helium_gpu.pair_loop``: the same counts the device's stage
+``variants`` records; checked equal on 2026-11-23 for the four rsqrt forms). Use it to try a change to
+the pair term before spending device time on it.
+
+Set-up (wheels from PyPI, no driver needed; 13.x is the CUDA major that numba-cuda 0.30 finds):
+
+    pip install --target /tmp/nvtools nvidia-cuda-nvcc nvidia-cuda-nvrtc nvidia-nvvm nvidia-cuda-nvdisasm
+    CUDA_HOME=/tmp/nvtools/nvidia/cu13 PATH=/tmp/nvtools/nvidia/cu13/bin:$PATH \\
+        python benchmarks/sass_offline.py [--forms f32:fold/rsqrt/2,f64:fold_select/rsqrt/4] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import types
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def _helium_gpu():
+    spec = importlib.util.spec_from_file_location("helium_gpu", REPO / "benchmarks" / "helium_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sass_text(single: bool, min_image: str, inverse: str, unroll: int, keep: Path | None = None) -> str:
+    """nvdisasm's text of ``generate_shared`` for one form, compiled for sm_90 on this machine."""
+    warnings.filterwarnings("ignore", message="Cannot determine the NVRTC version")  # the wheel's file name
+    from numba import cuda, types as nt
+    import numba.cuda.dispatcher as dispatcher
+
+    # device functions ask the current device for its compute capability; there is none here
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+    from qmckit.backends import helium_chains as hc
+
+    real = nt.float32 if single else nt.float64
+    signature = (real[:, :, ::1], nt.uint64[:, ::1], nt.float64, nt.float64, nt.float64, nt.float64, nt.int64,
+                 nt.float64, nt.int64[::1], real[:, :, :, ::1], nt.int64)
+    kernel = hc.kernels(single, min_image, inverse, unroll)["generate_shared"]
+    ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=single)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = folder / f"{'f32' if single else 'f64'}_{min_image}_{inverse}_{unroll}"
+        stem.with_suffix(".ptx").write_text(ptx)
+        ptxas = Path(os.environ.get("CUDA_HOME", "")) / "bin" / "ptxas"
+        subprocess.run([str(ptxas) if ptxas.exists() else "ptxas", "-arch=sm_90", "-O3", str(stem.with_suffix(".ptx")),
+                        "-o", str(stem.with_suffix(".cubin"))], check=True)
+        return subprocess.run(["nvdisasm", "-c", str(stem.with_suffix(".cubin"))], check=True, capture_output=True,
+                              text=True).stdout
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--forms", default="f32:fold/rsqrt/2,f32:fold/rsqrt/4,f64:fold_select/rsqrt/2,f64:fold_select/rsqrt/4",
+                    help="dtype:min_image/inverse/unroll, comma-separated (helium_chains.kernels)")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the PTX and cubin files in this folder")
+    args = ap.parse_args(argv)
+    hg = _helium_gpu()
+    print("| form | instructions per trip | pair evaluations per trip | per evaluation | on the FP64 pipe |")
+    print("|---|---:|---:|---:|---:|")
+    for form in args.forms.split(","):
+        dtype, _, rest = form.partition(":")
+        min_image, inverse, unroll = rest.split("/")
+        text = sass_text(dtype == "f32", min_image, inverse, int(unroll), args.keep)
+        loop = hg.pair_loop(hg.sass_instructions(text), 2 * int(unroll))
+        if "error" in loop:
+            print(f"| {form} | {loop['error']} | | | |")
+            continue
+        print(f"| {form} | {loop['instructions_per_trip']} | {loop['evaluations_per_trip']} | "
+              f"{loop['instructions_per_evaluation']:.2f} | {loop['fp64_pipe_per_evaluation']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
