@@ -19,6 +19,8 @@ rewritten after every stage):
   seqopt    Eq. 12: t σ² vs the analysis period m with synchronous CPU analysis (N = 256, 264 chains, 1920
             macroupdates per m), against m_opt = √(2 m_c α);
   peaks     the FMA probes alone: numba's and one in CUDA C (CuPy's NVRTC), float32 and float64;
+  bandwidth the read bandwidth of DRAM (2 GB) and of L2 (16 MB, 50 passes) in CUDA C: the memory roof of
+            the global-memory kernel (N = 40960 reads 12 B per atom per microupdate in float32);
   variants  the forms of the pair loop (--forms: minimum image fold/fold_select/select/rint, inverse
             rsqrt/divide, 2 or 4 atoms per trip; float32/64, N = 512 … 10240), with the PTX and SASS
             opcode counts of each kernel;
@@ -194,6 +196,47 @@ def cuda_c_peak(single: bool) -> dict | None:
         cupy.cuda.runtime.deviceSynchronize()
         times.append(time.perf_counter() - t0)
     return {"flops": 2.0 * 16 * n * threads * blocks / min(times), "threads": threads, "blocks": blocks}
+
+
+CUDA_C_READ = r"""
+extern "C" __global__ void read_sum(const double2 *x, long long n, int passes, double *out) {
+    double s0 = 0.0, s1 = 0.0;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (int p = 0; p < passes; ++p)
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+            double2 v = x[i];
+            s0 += v.x;
+            s1 += v.y;
+        }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s0 + s1;
+}
+"""
+
+
+def read_bandwidth(nbytes: int, passes: int) -> dict | None:
+    """Bytes per second of a coalesced 16-byte read of ``nbytes`` (CuPy's NVRTC), ``passes`` times per
+    launch, median of three launches: 2 GB reads DRAM (HBM), 16 MB (a third of an H100's 50 MB L2) the
+    L2 once the first pass has filled it. None without CuPy."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    kernel = cupy.RawKernel(CUDA_C_READ, "read_sum")
+    sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    threads, blocks = 512, sms * 8
+    n = nbytes // 16
+    x = cupy.ones(2 * n, dtype=np.float64)
+    out = cupy.zeros(threads * blocks, dtype=np.float64)
+    kernel((blocks,), (threads,), (x, np.int64(n), np.int32(1), out))
+    cupy.cuda.runtime.deviceSynchronize()
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        kernel((blocks,), (threads,), (x, np.int64(n), np.int32(passes), out))
+        cupy.cuda.runtime.deviceSynchronize()
+        times.append(time.perf_counter() - t0)
+    return {"bytes_per_s": 16.0 * n * passes / float(np.median(times)), "bytes": 16 * n, "passes": passes,
+            "threads": threads, "blocks": blocks}
 
 
 def ptx_histogram(dispatcher) -> dict:
@@ -561,6 +604,12 @@ def main(argv=None):
             log(f"  {name}: numba {v['numba']['flops'] / 1e12:.1f} TFLOP/s, CUDA C "
                 + (f"{c['flops'] / 1e12:.1f} TFLOP/s" if c else "(no CuPy)"))
 
+    def bandwidth():
+        """Read bandwidth of DRAM and L2 (the roofs for the global-memory kernel)."""
+        results["memory_bandwidth"] = {"dram": read_bandwidth(2 << 30, 1), "l2": read_bandwidth(16 << 20, 50)}
+        for level, v in results["memory_bandwidth"].items():
+            log(f"  {level}: " + (f"{v['bytes_per_s'] / 1e12:.2f} TB/s" if v else "(no CuPy)"))
+
     def peak_flops():
         """The measured FMA peaks (running stage peaks first if needed): the faster probe, since numba's
         loop runs at about half the float32 rate (loop overhead)."""
@@ -666,7 +715,7 @@ def main(argv=None):
             results["dmc"] = rows
             out_path.write_text(json.dumps(results, indent=1, default=float))
 
-    for name, fn in (("peaks", peaks_stage), ("variants", variants), ("twins", twins), ("speed", speed), ("error", error),
+    for name, fn in (("peaks", peaks_stage), ("bandwidth", bandwidth), ("variants", variants), ("twins", twins), ("speed", speed), ("error", error),
                      ("sample", sample),
                      ("bscan", bscan), ("seqopt", seqopt), ("masking", masking),
                      ("masking_gpu_energy", masking_gpu_energy), ("dmc", dmc)):

@@ -10,6 +10,8 @@ Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cor
                                             float64, random numbers in batches of 32 microupdates with ln ξ formed
                                             there; helium_gpu_h100v7_… is the kernel before the ln ξ decision,
                                             helium_gpu_h100v6_… the one before the scaling and the ±d select)
+  helium_gpu_h100v8bw_2026-11-23.json       DRAM and L2 read bandwidth (CUDA C probes)
+  helium_ncu_n40960_h100_2026-11-23.txt     Nsight Compute memory counters of the float32 N = 40960 kernel
   helium_gpu_h100v3masking_2026-11-23.json  load masking, both panels of 004's Fig. 3 (N = 512, 8 chains;
                                             the kernel before the two-atom loop)
   helium_gpu_sample_h100_2026-11-22.json    sample run (float64; the same pair terms, rint images)
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -61,6 +64,28 @@ def fit_sequential_optimum(seq: dict) -> dict:
             best = (chi2, m_c)
     chi2, m_c = best
     return {"m_c_fit": m_c, "m_opt_fit": math.sqrt(2 * m_c * t_a / t_g), "chi2_per_dof": chi2 / (len(m) - 2)}
+
+
+def memory_roof(speed: list) -> dict:
+    """The float32 N = 40960 kernel against its memory roof: the read bandwidths measured in CUDA C
+    (helium_gpu_h100v8bw) and the DRAM traffic Nsight Compute measured for one macroupdate of the
+    default launch (helium_ncu_n40960_h100_2026-11-23.txt; the profiler locks the clocks, so its
+    bytes, not its seconds, are carried over to the unprofiled run)."""
+    bandwidth = load("helium_gpu_h100v8bw_2026-11-23.json")["memory_bandwidth"]
+    text = (RESULTS / "helium_ncu_n40960_h100_2026-11-23.txt").read_text()
+    tbps = float(re.search(r"Memory Throughput\s+Tbyte/s\s+([0-9.]+)", text).group(1))
+    seconds = float(re.search(r"Duration\s+s\s+([0-9.]+)", text).group(1))
+    l2_hit = float(re.search(r"L2 Hit Rate\s+%\s+([0-9.]+)", text).group(1))
+    l1_hit = float(re.search(r"L1/TEX Hit Rate\s+%\s+([0-9.]+)", text).group(1))
+    row = next(r for r in speed if r["n"] == 40960 and r["dtype"] == "float32")
+    n, chains = row["n"], row["walkers"]
+    evaluations = 2 * (n - 1) * n * chains  # one macroupdate of every chain
+    dram_bytes = tbps * 1e12 * seconds
+    wall = 1e-3 * row["ms_per_macroupdate_per_chain"] * chains
+    return {"n": n, "chains": chains, "threads": row["threads"], "dram_read_bytes_per_s": bandwidth["dram"]["bytes_per_s"],
+            "l2_read_bytes_per_s": bandwidth["l2"]["bytes_per_s"], "dram_bytes_per_macroupdate": dram_bytes,
+            "dram_bytes_per_evaluation": dram_bytes / evaluations, "l1_hit_percent": l1_hit, "l2_hit_percent": l2_hit,
+            "dram_bytes_per_s": dram_bytes / wall, "fraction_of_dram_roof": dram_bytes / wall / bandwidth["dram"]["bytes_per_s"]}
 
 
 def build() -> dict:
@@ -158,6 +183,7 @@ def build() -> dict:
         "fma_probes": main["fma_probes"],
         "dmc": {"tail_corrected": True, "walkers": 512, "n": dmc},
         "sequential_optimum": seq,
+        "memory_roof_n40960_float32": memory_roof(speed),
     }
 
 
@@ -171,8 +197,21 @@ def roofline_summary(d: dict) -> str:
         fractions = ", ".join(f"{r['n']}: {100 * r['fraction_measured_peak']:.0f} %" for r in rows if r["n"] >= 512)
         lines.append(f"{dtype}: {fractions}; ≥ 30 % of the measured peak at N = {', '.join(map(str, met)) or 'none'}. "
                      f"At N = {big['n']} the coordinates live in global memory: every microupdate reads the chain's "
-                     f"{3 * size} B per atom from L2, {big['pair_evaluations_per_s'] / 2 * 3 * size / 1e12:.1f} TB/s "
-                     "over the GPU.")
+                     f"{3 * size} B per atom through L1 and L2, {big['pair_evaluations_per_s'] / 2 * 3 * size / 1e12:.1f} "
+                     "TB/s requested over the GPU.")
+    roof = d["memory_roof_n40960_float32"]
+    lines.append(
+        f"On the memory side (float32, N = {roof['n']}, {roof['chains']} chains of {roof['threads']} threads): Nsight "
+        f"Compute counts {roof['dram_bytes_per_macroupdate'] / 1e12:.2f} TB of DRAM traffic per macroupdate "
+        f"({roof['dram_bytes_per_evaluation']:.1f} B per pair evaluation of the 6 B read: L1 hits {roof['l1_hit_percent']:.0f} %, "
+        f"L2 hits {roof['l2_hit_percent']:.0f} %; the chains' {12 * roof['n'] * roof['chains'] / 1e6:.0f} MB of coordinates "
+        f"exceed the 50 MB L2), "
+        f"{roof['dram_bytes_per_s'] / 1e12:.2f} TB/s at the unprofiled speed: {100 * roof['fraction_of_dram_roof']:.0f} % "
+        f"of the measured DRAM read bandwidth ({roof['dram_read_bytes_per_s'] / 1e12:.2f} TB/s; L2 "
+        f"{roof['l2_read_bytes_per_s'] / 1e12:.1f} TB/s). Its arithmetic intensity, "
+        f"{30 / roof['dram_bytes_per_evaluation']:.1f} flop per DRAM byte, is below the ridge point "
+        f"({d['measured_peak_flops']['float32'] / roof['dram_read_bytes_per_s']:.0f} flop/B), so the roofline there is the "
+        f"memory roof, and the kernel reaches {100 * roof['fraction_of_dram_roof']:.0f} % of it.")
     return "**Roofline (goal ≥ 30 %).** " + " ".join(lines)
 
 
