@@ -43,25 +43,21 @@ def _child() -> dict:
     system, positions, states = _start()
     cpu = hc.HeliumChainsCPU(system, positions, states, SIGMA)
     cpu.generate(MACRO)
-    for memory in ("shared", "global"):
-        gpu = hc.HeliumChains(system, positions, states, SIGMA, threads=32, memory=memory)
-        gpu.generate(MACRO)
-        out["runs"][memory] = {
-            "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max()),
-            "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
-            "accepted_gpu": gpu.accepted.copy_to_host().tolist(), "accepted_cpu": cpu.accepted.tolist()}
-    # N > 3T: the pair loop's trips of four atoms and its single-atom remainder run (at N = 20 only the
-    # remainder does; the two-atom trips are the same code without the second pair of terms)
+    # N = 20 in shared memory (only the single-atom remainder of the pair loop runs, T = 32 > N), and
+    # N = 100 > 3T in global memory, where the trips of four atoms run too (the two-atom trips are the
+    # same code without the second pair of terms)
     big_system, big_positions, big_states = _start(n=N_UNROLLED, walkers=1)
     big_cpu = hc.HeliumChainsCPU(big_system, big_positions, big_states, SIGMA)
     big_cpu.generate(1)
-    for unroll in (4,):
-        gpu = hc.HeliumChains(big_system, big_positions, big_states, SIGMA, threads=32, unroll=unroll)
-        gpu.generate(1)
-        out["runs"][f"unroll{unroll}"] = {
-            "max_dpos": float(np.abs(gpu.positions() - big_cpu.positions()).max()),
-            "states_equal": bool(np.array_equal(gpu.states_to_host(), big_cpu.states)),
-            "accepted_gpu": gpu.accepted.copy_to_host().tolist(), "accepted_cpu": big_cpu.accepted.tolist()}
+    for name, chains, ref, macro, options in (
+            ("shared", (system, positions, states), cpu, MACRO, {"memory": "shared"}),
+            ("global_unroll4", (big_system, big_positions, big_states), big_cpu, 1, {"memory": "global", "unroll": 4})):
+        gpu = hc.HeliumChains(*chains, SIGMA, threads=32, **options)
+        gpu.generate(macro)
+        out["runs"][name] = {
+            "max_dpos": float(np.abs(gpu.positions() - ref.positions()).max()),
+            "states_equal": bool(np.array_equal(gpu.states_to_host(), ref.states)),
+            "accepted_gpu": gpu.accepted.copy_to_host().tolist(), "accepted_cpu": ref.accepted.tolist()}
     single = hc.HeliumChains(system, positions, states, SIGMA, threads=32, dtype=np.float32)
     single.generate(1)
     ref = hc.HeliumChainsCPU(system, positions, states, SIGMA)
@@ -225,9 +221,9 @@ def test_bad_options_raise_clear_errors():
 # --------------------------------------------------------------------------------------------
 # GPU kernels: twins under the simulator
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("memory", ["shared", "global", "unroll4"])
-def test_gpu_generation_equals_cpu_twin(sim, memory):
-    run = sim["runs"][memory]
+@pytest.mark.parametrize("case", ["shared", "global_unroll4"])
+def test_gpu_generation_equals_cpu_twin(sim, case):
+    run = sim["runs"][case]
     assert run["accepted_gpu"] == run["accepted_cpu"]
     assert run["states_equal"]
     assert run["max_dpos"] < 1e-12
