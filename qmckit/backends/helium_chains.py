@@ -496,8 +496,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
                     part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
                 i = u32(i + T)
             total = block_sum((part0 + part1) + (part2 + part3), warp_sums)
-            # 2Δu = −b⁵Δw (_w_cut)
-            if t == 0 and draws[b, 4] < -float(b5) * float(total):  # ln ξ < 2Δu: no exp on this path
+            if t == 0 and draws[b, 4] < -float(b5) * float(total):  # ln ξ < 2Δu = −b⁵Δw: no exp on this path
                 X[j] = xn
                 Y[j] = yn
                 Z[j] = zn
