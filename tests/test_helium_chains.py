@@ -135,6 +135,35 @@ def test_minimum_image_forms_agree_inside_the_box():
         assert np.all(fold <= half * (1 + 1e-6))
 
 
+def test_high_word_thresholds_move_pairs_only_where_w_is_flat():
+    # the float64 GPU kernel compares high words (helium_chains._high_word_forms): |d| ≥ L/2 and
+    # r² ≥ (L/2)² become |d| ≥ h and r² ≥ c with the low words of L/2 and (L/2)² zeroed. Mirror of the
+    # integer compare on NumPy bits: it is that threshold, and the pairs it moves hardly change w
+    def high(x):
+        return (np.asarray(x, dtype=np.float64).view(np.uint64) >> np.uint64(32)).astype(np.uint32)
+
+    def floor_to_high(x):
+        return np.float64(x).view(np.uint64) & np.uint64(0xFFFFFFFF00000000)
+
+    rng = np.random.default_rng(11)
+    for n in (64, 1000, 40960):
+        box = helium.Helium(n=n).box
+
+        def w(r2):
+            return hc._w_cut(r2, box, (0.5 * box) ** 2, 1.0)
+
+        h = floor_to_high(0.5 * box).view(np.float64)
+        c = floor_to_high((0.5 * box) ** 2).view(np.float64)
+        assert 0 < 0.5 * box - h < 2.0 ** -20 * box and 0 < (0.5 * box) ** 2 - c < 2.0 ** -20 * box ** 2
+        d = np.concatenate([rng.uniform(-box, box, 4000), h * (1 + np.array([-1e-16, 0.0, 1e-16]))])
+        assert np.array_equal((high(d) & np.uint32(0x7FFFFFFF)) >= high(0.5 * box), np.abs(d) >= h)
+        assert np.array_equal(high(d * d) < high((0.5 * box) ** 2), d * d < c)
+        # a component folded at |d| = h lands beyond L/2 and r² = c is cut off: w(L/2) instead of w at h or
+        # √c, where w is flat (w′(L/2) = 0), a change below 1e-11 of w(L/2)
+        edge = w((0.5 * box) ** 2)
+        assert abs(w(h * h) - edge) < 1e-11 * edge and abs(w(c) - edge) < 1e-11 * edge
+
+
 def test_pair_term_forms_agree_and_vanish_beyond_the_cut_off():
     # w(r) = r⁻⁵ + (L − r)⁻⁵ by rsqrt (the default) and by square root and division, both with r²
     # clamped, for r from 0.8 Å to beyond L/2; every r past the cut-off gives the same bits, so pair
@@ -199,17 +228,13 @@ def test_step_for_acceptance_reads_the_table():
 
 
 def test_default_launch_settings_are_valid_blocks():
-    # every default block is whole warps within CUDA's limit, and float64's four-atom trips (72 registers
-    # per thread) are only chosen for blocks that can launch with them (≤ 512 threads)
+    # every default block is whole warps within CUDA's limit
     for single, memory, sizes in ((True, "shared", (64, 1000, 1952, 4096, 17000)), (False, "shared", (64, 512, 1000, 8000)),
                                   (True, "global", (40960,)), (False, "global", (10240, 40960))):
         for n in sizes:
             threads = hc.default_threads(n, single, memory)
             assert threads % 32 == 0 and 32 <= threads <= 1024
-            unroll = hc.default_unroll(single, threads, memory)
-            assert unroll in hc.UNROLLS
-            assert unroll == 2 or threads <= 512
-    assert hc.default_unroll(False, 1024, "shared") == 2 and hc.default_unroll(False, 512, "global") == 2
+    assert hc.DEFAULT_UNROLL in hc.UNROLLS
 
 
 def test_bad_options_raise_clear_errors():

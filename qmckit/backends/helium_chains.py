@@ -25,8 +25,9 @@ GPU design (:class:`HeliumChains`), after 004 §4 with today's hardware:
   later;
 * the random numbers come in batches of 32 microupdates (on-device, the CPU's generator compiled for
   the GPU by :mod:`qmckit.backends.cuda_rng`): thread 0 steps the sequential stream, lane b of warp
-  0 turns microupdate b's raw numbers into j, δ and the decision uniform; per microupdate thread 0
-  then only decides and moves the atom, and the block passes two barriers;
+  0 turns microupdate b's raw numbers into j, δ and the decision uniform; per microupdate the block
+  passes one barrier (the block sum's): every thread then decides alike, and the moved atom's owner
+  stores it;
 * float64 or float32 coordinates and pair sums (the random numbers are float64 either way).
 
 The analysis kernels (``energies``: V, Σ∇² ln ψ, Σ|∇ ln ψ|² per walker; ``pair_histogram``: g(r)
@@ -89,9 +90,92 @@ def _image_select(d, box, inv_box, half_box):
     return d + box if d < -half_box else d
 
 
+def _cut(r2, half2):
+    """r² clamped to (L/2)², the cut-off (a min in float32 with fastmath; float64 has no min
+    instruction, so a compare and a select)."""
+    return r2 if r2 < half2 else half2
+
+
+def _high_word_forms():
+    """The float64 GPU kernel's minimum image and cut-off by integer compares of high words.
+
+    A float64 compare goes to the FP64 pipe, which a float64 pair term keeps busy (32 of its 50
+    instructions per pair evaluation); the high 32 bits of a float64 are a register of its own, and
+    for non-negative x they order like x itself. So |d| is compared with L/2 and r² with (L/2)² by an
+    integer compare of high words, off the FP64 pipe. That moves both thresholds down to the nearest
+    value with zero low word, by less than 2⁻²⁰ relative: components with |d| in that sliver just
+    below L/2 are folded (to L − |d| ≥ L/2) and r² in the sliver below (L/2)² is cut off. Either way
+    the pair lands at L/2, where w is flat (w′(L/2) = 0): w changes by ½w″(L/2)δ², δ < 2⁻²⁰L, below
+    10⁻¹¹ of w(L/2), and only for the rare pair in the sliver (a fraction ~10⁻⁶ of the components). So
+    the CPU kernel keeps its exact thresholds: a decision could differ only if ln ξ fell within
+    b⁵·10⁻¹⁵ of the threshold when such a pair is in the sum.
+    """
+    from llvmlite import ir
+    from numba import types as nt
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def high(typingctx, x):
+        if x != nt.float64:
+            return None
+
+        def codegen(context, builder, signature, args):
+            bits = builder.bitcast(args[0], ir.IntType(64))
+            return builder.trunc(builder.lshr(bits, ir.Constant(ir.IntType(64), 32)), ir.IntType(32))
+
+        return nt.uint32(nt.float64), codegen
+
+    magnitude = np.uint32(0x7FFFFFFF)
+
+    def image(d, box, inv_box, half_box):
+        return box - abs(d) if (high(d) & magnitude) >= high(half_box) else d
+
+    def cut(r2, half2):
+        return r2 if high(r2) < high(half2) else half2
+
+    return image, cut
+
+
 def _rsqrt(x):
     """1/√x; the GPU kernels bind libdevice's rsqrt (float64: no IEEE division or square root)."""
     return 1.0 / math.sqrt(x)
+
+
+def _rsqrt_f64_gpu():
+    """1/√x in float64 for normal, finite x > 0: libdevice's rsqrt without its slow path.
+
+    ptxas expands libdevice's rsqrt (PTX ``rsqrt.approx.f64``) into a hardware estimate of the upper
+    32 bits (MUFU.RSQ64H), one third-order Newton step, y = y₀ + y₀e(½ + ⅜e) with e = 1 − xy₀², and a
+    range check that branches to a subroutine for zero, subnormal, infinite or huge x: five
+    instructions and a convergence barrier per root, ten per pair evaluation. The pair terms never
+    need that path (r² lies in [~1, (L/2)²] Å²; the discarded i = j term gives NaN either way), so
+    this is the estimate (PTX ``rsqrt.approx.ftz.f64``, inline assembly: NVVM has no intrinsic for
+    it) and the same step in the same order of FMAs: the same bits as libdevice's rsqrt.
+    """
+    from llvmlite import ir
+    from numba import types as nt
+    from numba.cuda import libdevice
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def estimate(typingctx, x):
+        if x != nt.float64:
+            return None
+
+        def codegen(context, builder, signature, args):
+            fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType()])
+            return builder.asm(fnty, "rsqrt.approx.ftz.f64 $0, $1;", "=d,d", args, side_effect=False)
+
+        return nt.float64(nt.float64), codegen
+
+    fma = libdevice.fma
+
+    def rsqrt(x):
+        y = estimate(x)
+        e = fma(-(y * y), x, 1.0)
+        return fma(fma(e, 0.375, 0.5), y * e, y)
+
+    return rsqrt
 
 
 def _w_cut(r2, box, half2, one):
@@ -108,7 +192,7 @@ def _w_cut(r2, box, half2, one):
     CPU loops vectorise. ``one`` is 1 in the working precision, so that a float32 kernel is not
     promoted to float64 by a literal.
     """
-    r2 = r2 if r2 < half2 else half2  # a min in float32 (fastmath); float64 has no min instruction
+    r2 = _cut(r2, half2)
     s = _rsqrt(r2)
     rest = box - r2 * s
     c = _rsqrt(rest)
@@ -121,7 +205,7 @@ def _w_cut(r2, box, half2, one):
 def _w_cut_divide(r2, box, half2, one):
     """The same w(r) with a square root and one division (the kernel before rsqrt):
     q = 1/(r(L − r)), 1/r = (L − r)q, 1/(L − r) = rq."""
-    r = math.sqrt(r2 if r2 < half2 else half2)
+    r = math.sqrt(_cut(r2, half2))
     rest = box - r
     q = one / (r * rest)
     s = rest * q
@@ -158,12 +242,16 @@ def _compiled(functions, decorate, **bound):
 
 
 # fastmath lets LLVM vectorise the pair loop; a zero distance never reaches _w_cut (j ≠ i is masked)
-_pair_change_cpu = _compiled((_image, _rsqrt, _w_cut, _pair_change), nb.njit(inline="always", fastmath=True))["_pair_change"]
+_pair_change_cpu = _compiled((_image, _rsqrt, _cut, _w_cut, _pair_change), nb.njit(inline="always", fastmath=True))["_pair_change"]
 
 
 def _wrap(x, box):
-    """x brought into [0, L) (a proposal is wrapped before its pair terms: :func:`_image` needs it)."""
-    return x - box * math.floor(x / box)
+    """x in (−L, 2L) brought into [0, L) (a proposal, position plus a step much shorter than L, is
+    wrapped before its pair terms: :func:`_image` needs it). Compares and selects: x − L is exact
+    there (Sterbenz), and the form x − L⌊x/L⌋ cost a float64 division, a ten-instruction sequence on
+    a GPU, per component and microupdate."""
+    x = x - box if x >= box else x
+    return x + box if x < 0 else x
 
 
 _wrap_cpu = nb.njit(inline="always", fastmath=True)(_wrap)
@@ -284,25 +372,26 @@ def available() -> bool:
     return cuda_bec.available()
 
 
-MIN_IMAGES = ("fold", "fold_select", "select", "rint")
+MIN_IMAGES = ("fold", "fold_select", "select", "rint", "high_word")
 INVERSES = ("rsqrt", "divide")
 UNROLLS = (2, 4)
 
 
 def default_min_image(single: bool) -> str:
     """The faster minimum image on an H100 (stage ``variants`` of ``benchmarks/helium_gpu.py``): the
-    fold with a min in float32, with a select in float64."""
-    return "fold" if single else "fold_select"
+    fold with a min in float32; in float64 the fold with a select, its compare (and the cut-off's) on
+    high words: 1–4 % faster at N = 512 and 1952 in shared memory and 11 % at N = 10240 in global memory
+    than the float64 compares (helium_gpu_h100v9forms_2026-11-23, two atoms per trip)."""
+    return "fold" if single else "high_word"
 
 
-def default_unroll(single: bool, threads: int = 32, memory: str = "shared") -> int:
-    """Atoms per trip of the pair loop (independent pair terms in flight per thread), the faster on an
-    H100 (helium_gpu_h100v7_2026-11-23): four in float64 with the coordinates in shared memory (3–7 %
-    more pair evaluations per second than two at N = 256–4096), two otherwise — in float32 four was
-    0.5 % slower, and in the float64 global-memory kernel 31 % slower at N = 40960 with 512 threads:
-    its 72 registers per thread leave room for one block of 512 per SM instead of two, too few warps
-    to hide L2 latency (and a block of 1024 could not start at all)."""
-    return 4 if not single and memory == "shared" and threads <= 512 else 2
+# atoms per trip of the pair loop (independent pair terms in flight per thread), the faster on an H100:
+# two. Four was 3–7 % faster in float64 with the coordinates in shared memory while libdevice's rsqrt
+# branched to its slow-path check twice per pair evaluation (helium_gpu_h100v7_2026-11-23); without
+# the check (_rsqrt_f64_gpu) two is 0.7–2 % faster at N = 512 and 1952 (helium_gpu_h100v9forms). In
+# float32 four was 0.5 % slower, and in the float64 global-memory kernel 31 % slower at N = 40960: its
+# 72 registers per thread left room for one block of 512 per SM instead of two.
+DEFAULT_UNROLL = 2
 
 
 def default_threads(n: int, single: bool, memory: str = "shared") -> int:
@@ -318,25 +407,28 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
     return 32 if n <= 256 else 64 if n <= 512 else 128 if n <= 2048 else 256
 
 
-def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None,
-            threads: int = 32, memory: str = "shared") -> dict:
+def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None) -> dict:
     """The GPU kernels for float32 (``single``) or float64 coordinates and sums.
 
     Forms of the pair term, all the same u(r) to round-off (the stage ``variants`` of
     ``benchmarks/helium_gpu.py`` times them): ``min_image`` "fold" (:func:`_image`), "fold_select"
-    (:func:`_image_fold_select`), "select" (:func:`_image_select`) or "rint" (d − L·rint(d/L); the
-    simulator has no rint and uses "fold"), default :func:`default_min_image`; ``inverse`` "rsqrt"
+    (:func:`_image_fold_select`), "select" (:func:`_image_select`), "rint" (d − L·rint(d/L); the
+    simulator has no rint and uses "fold") or, in float64, "high_word" (fold_select and the cut-off by
+    integer compares, :func:`_high_word_forms`; the simulator uses fold_select), default
+    :func:`default_min_image`; ``inverse`` "rsqrt"
     (:func:`_w_cut`) or "divide" (:func:`_w_cut_divide`); ``unroll``: atoms per trip of the pair loop,
-    2 or 4, default :func:`default_unroll` for blocks of ``threads`` and coordinates in ``memory``.
+    2 or 4, default ``DEFAULT_UNROLL``.
     """
     return _kernels(bool(single), default_min_image(single) if min_image is None else min_image, inverse,
-                    default_unroll(single, threads, memory) if unroll is None else unroll)
+                    DEFAULT_UNROLL if unroll is None else unroll)
 
 
 @functools.lru_cache(maxsize=None)
 def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
     if min_image not in MIN_IMAGES:
         raise ValueError(f"min_image must be one of {', '.join(MIN_IMAGES)}, got {min_image!r}")
+    if min_image == "high_word" and single:
+        raise ValueError("min_image high_word is a float64 form; float32 kernels use fold, fold_select, select or rint")
     if inverse not in INVERSES:
         raise ValueError(f"inverse must be one of {', '.join(INVERSES)}, got {inverse!r}")
     if unroll not in UNROLLS:
@@ -352,7 +444,9 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
     fast = single and not simulated()
     generation_kw = dict(kw, fastmath=True) if fast else kw
     device = c.jit(**generation_kw)
-    image = {"select": _image_select, "fold_select": _image_fold_select}.get(min_image, _image)
+    image = {"select": _image_select, "fold_select": _image_fold_select, "high_word": _image_fold_select}.get(
+        min_image, _image)
+    cut = _cut
     # the simulator runs Python: NumPy's division gives inf for the unused i = j term, as the GPU does
     rsqrt = (lambda x: np.float64(1.0) / np.sqrt(x)) if simulated() else None  # noqa: E731
     if not simulated():
@@ -361,9 +455,13 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         if min_image == "rint":
             rint = libdevice.rintf if single else libdevice.rint
             image = lambda d, box, inv_box, half_box: d - box * rint(d * inv_box)  # noqa: E731
-        hardware_rsqrt = libdevice.rsqrtf if single else libdevice.rsqrt
-        rsqrt = lambda x: hardware_rsqrt(x)  # noqa: E731
-    bound = {"_image": device(image), "_rsqrt": device(rsqrt)}
+        if min_image == "high_word":
+            image, cut = _high_word_forms()
+        if single:
+            rsqrt = lambda x: libdevice.rsqrtf(x)  # noqa: E731  (fastmath: one MUFU.RSQ)
+        else:
+            rsqrt = _rsqrt_f64_gpu()
+    bound = {"_image": device(image), "_rsqrt": device(rsqrt), "_cut": device(cut)}
     w_cut = _w_cut_divide if inverse == "divide" else _w_cut
     bound["_w_cut"] = _compiled((w_cut,), device, **bound)[w_cut.__name__]
     pair_change = _compiled((_pair_change,), device, **bound)["_pair_change"]
@@ -379,9 +477,10 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
     FULL = 0xFFFFFFFF
 
     @c.jit(**kw)
-    def block_sum_shuffle(value, sums):
-        """Sum of ``value`` over the block (every thread gets it): warp shuffles, one shared slot per
-        warp, one barrier. A barrier must come before ``sums`` is written again."""
+    def block_sum_shuffle(value, sums, base):
+        """Sum of ``value`` over the block (every thread gets the same bits): warp shuffles, one shared
+        slot per warp from sums[base], one barrier. A barrier must come before these slots are
+        written again."""
         lane = cuda.threadIdx.x % 32
         warp = cuda.threadIdx.x // 32
         offset = 16
@@ -389,30 +488,31 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             value += cuda.shfl_down_sync(FULL, value, offset)
             offset //= 2
         if lane == 0:
-            sums[warp] = value
+            sums[base + warp] = value
         cuda.syncthreads()
-        total = sums[0] * 0.0
+        total = sums[base] * 0.0
         for k in range((cuda.blockDim.x + 31) // 32):
-            total += sums[k]
+            total += sums[base + k]
         return total
 
     @c.jit(**kw)
-    def block_sum_tree(value, sums):
+    def block_sum_tree(value, sums, base):
         """The same sum as a shared-memory tree (the simulator has no warp shuffles); log2(T) + 1 barriers,
-        and again a barrier before ``sums`` is written again."""
+        and again a barrier before these slots are written again."""
         t = cuda.threadIdx.x
-        sums[t] = value
+        sums[base + t] = value
         cuda.syncthreads()
         stride = cuda.blockDim.x // 2
         while stride > 0:
             if t < stride:
-                sums[t] += sums[t + stride]
+                sums[base + t] += sums[base + t + stride]
             cuda.syncthreads()
             stride //= 2
-        return sums[0]
+        return sums[base]
 
     block_sum = block_sum_tree if simulated() else block_sum_shuffle
     SLOTS = 1024 if simulated() else BLOCK_SUM_SLOTS  # shared slots of the block sum
+    TWO_SLOTS = 2 * SLOTS  # the generation kernels' two sets (a shared array's size must be a constant)
 
     @c.jit(**kw)
     def draw_proposals(st, draws, bits, count, N, sigma):
@@ -421,7 +521,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         Thread 0 draws the 6·count raw 64-bit numbers (the xoroshiro128+ recurrence is sequential);
         lane b of warp 0 turns microupdate b's into draws[b] = (j, δx, δy, δz, ln ξ) (float64; δ in Å).
         Batching moves the uniforms' conversions, Box–Muller's log, √, cos and sin, and the decision's
-        logarithm (thread 0 compares ln ξ with 2Δu: no exp between the barriers) off the single thread
+        logarithm (the threads compare ln ξ with 2Δu: no exp after the barrier) off the single thread
         that used to do them between two barriers of every microupdate.
         """
         t = cuda.threadIdx.x
@@ -456,14 +556,27 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         half = real(0.5)
         n_acc = 0
         write = 0
+        # one barrier per microupdate: every thread decides (each has the same block sum and ln ξ), and
+        # the moved atom's owner (thread j mod T, the only one whose pair loop reads X[j]) stores it.
+        # The others may read X[j] too early only at the next microupdate's old position, so the last
+        # accepted move is also kept in registers; the block sums alternate between two sets of slots.
+        j_moved = N  # the atom accepted at the previous microupdate, N if none
+        xm = real(0.0)
+        ym = xm
+        zm = xm
         for k in range(n_micro):
             b = k % PROPOSALS_PER_DRAW
             if b == 0:
                 draw_proposals(st, draws, bits, min(PROPOSALS_PER_DRAW, n_micro - k), N, sigma)
             j = u32(draws[b, 0])
-            xo = X[j]
-            yo = Y[j]
-            zo = Z[j]
+            if j == j_moved:
+                xo = xm
+                yo = ym
+                zo = zm
+            else:
+                xo = X[j]
+                yo = Y[j]
+                zo = Z[j]
             xn = wrap(xo + real(draws[b, 1]), box)
             yn = wrap(yo + real(draws[b, 2]), box)
             zn = wrap(zo + real(draws[b, 3]), box)
@@ -495,13 +608,18 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
                 if i != j:
                     part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
                 i = u32(i + T)
-            total = block_sum((part0 + part1) + (part2 + part3), warp_sums)
-            if t == 0 and draws[b, 4] < -float(b5) * float(total):  # ln ξ < 2Δu = −b⁵Δw: no exp on this path
-                X[j] = xn
-                Y[j] = yn
-                Z[j] = zn
+            total = block_sum((part0 + part1) + (part2 + part3), warp_sums, (k % 2) * SLOTS)
+            j_moved = N
+            if draws[b, 4] < -float(b5) * float(total):  # ln ξ < 2Δu = −b⁵Δw: no exp on this path
+                j_moved = j
+                xm = xn
+                ym = yn
+                zm = zn
+                if j % T == t:
+                    X[j] = xn
+                    Y[j] = yn
+                    Z[j] = zn
                 n_acc += 1
-            cuda.syncthreads()  # the move is seen, and warp_sums free, before the next microupdate
             if m_write > 0 and (k + 1) % m_write == 0 and write < out.shape[0]:
                 # a writeout: the configuration after every m_write microupdates (m macroupdates)
                 for i in range(t, N, T):
@@ -526,7 +644,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             X[i] = coords[w, 0, i]
             Y[i] = coords[w, 1, i]
             Z[i] = coords[w, 2, i]
-        warp_sums = cuda.shared.array(SLOTS, dtype=real)
+        warp_sums = cuda.shared.array(TWO_SLOTS, dtype=real)
         draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
         bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
         st = cuda.local.array((1, 2), u64)
@@ -550,7 +668,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         """As ``generate_shared`` with the coordinates left in global memory (large N)."""
         w = cuda.blockIdx.x
         t = cuda.threadIdx.x
-        warp_sums = cuda.shared.array(SLOTS, dtype=real)
+        warp_sums = cuda.shared.array(TWO_SLOTS, dtype=real)
         draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
         bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
         st = cuda.local.array((1, 2), u64)
@@ -606,11 +724,11 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
                 gy += cr * dy
                 gz += cr * dz
             grad2 += gx * gx + gy * gy + gz * gz
-        v_total = block_sum(v_sum, warp_sums)
+        v_total = block_sum(v_sum, warp_sums, 0)
         cuda.syncthreads()
-        lap_total = block_sum(lap, warp_sums)
+        lap_total = block_sum(lap, warp_sums, 0)
         cuda.syncthreads()
-        g_total = block_sum(grad2, warp_sums)
+        g_total = block_sum(grad2, warp_sums, 0)
         if t == 0:
             out[w, 0] = v_total
             out[w, 1] = lap_total
@@ -649,14 +767,15 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
 
 SHARED_LIMIT_BYTES = 200 * 1024  # leave room below the H100's 227 KB per block
 DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
-# the generation kernels' static shared arrays: the block sum's slots (one per warp) and one batch of
+# the generation kernels' static shared arrays: two sets of block-sum slots (one per warp; consecutive
+# microupdates alternate, so one barrier per microupdate keeps them apart) and one batch of
 # random numbers (one lane of warp 0 per microupdate; blocks have ≥ 32 threads): raw 64-bit draws in
 # the CPU kernel's stream order (j, two Box–Muller pairs, ξ) and what they become (j, δx, δy, δz, ln ξ)
 BLOCK_SUM_SLOTS = 32
 PROPOSALS_PER_DRAW = 32
 RAW_PER_PROPOSAL = 6
 DRAWS_PER_PROPOSAL = 5
-STATIC_SHARED_BYTES = 8 * (BLOCK_SUM_SLOTS + PROPOSALS_PER_DRAW * (RAW_PER_PROPOSAL + DRAWS_PER_PROPOSAL))
+STATIC_SHARED_BYTES = 8 * (2 * BLOCK_SUM_SLOTS + PROPOSALS_PER_DRAW * (RAW_PER_PROPOSAL + DRAWS_PER_PROPOSAL))
 
 
 def _opt_in_shared(dispatcher, args, nbytes: int):
@@ -716,7 +835,7 @@ class HeliumChains:
         self.states = c.to_device(np.ascontiguousarray(np.asarray(states, dtype=np.uint64).T))
         self.accepted = c.to_device(np.zeros(W, dtype=np.int64))
         self.proposed = 0
-        self._k = kernels(self.dtype == np.float32, min_image, inverse, unroll, self.threads, memory)
+        self._k = kernels(self.dtype == np.float32, min_image, inverse, unroll)
         self._no_out = c.device_array((0, W, 3, N), dtype=self.dtype)
         self.n_walkers, self.n_atoms = W, N
         self._launchers = {}
