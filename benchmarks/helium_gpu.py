@@ -359,7 +359,7 @@ def main(argv=None):
             cpu = hc.HeliumChainsCPU(system, pos, states, sigma)
             macro = 1 if smoke or n > 1000 else 3
             cpu.generate(macro)
-            for memory, threads, unroll in itertools.product(("shared", "global"), (32,) if smoke else (32, 128),
+            for memory, threads, unroll in itertools.product(("shared", "split", "global"), (32,) if smoke else (32, 128),
                                                              hc.UNROLLS):
                 gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory=memory, unroll=unroll)
                 gpu.generate(macro)
@@ -399,7 +399,7 @@ def main(argv=None):
                 elif n <= 1952:
                     plans = [(sms * k, t) for k in (8, 16, 32) for t in (32, 64, 128, 256) if t <= max(64, n // 2)]
                 elif n <= 10240:
-                    plans = [(sms * k, t) for k in (1, 2, 4) for t in (256, 512, 1024)]
+                    plans = [(sms * k, t) for k in (1, 2, 4) for t in (256, 512, 640, 1024)]
                 else:
                     plans = [(sms, 512), (2 * sms, 512), (sms, 1024)]
                 for walkers, threads in plans:

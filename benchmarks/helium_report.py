@@ -3,15 +3,20 @@
 (what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
 Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cores):
-  helium_gpu_h100v8_2026-11-23.json         twins, speed, time-to-error, pair-loop variants with their SASS
+  helium_gpu_h100v11_2026-11-23.json        twins, speed, time-to-error, pair-loop variants with their SASS
                                             counts, FMA probes (current kernel: folded minimum images, w(r) =
                                             r⁻⁵ + (L − r)⁻⁵ from rsqrt with a clamp as cut-off and scaled once
-                                            after the block sum, unsigned 32-bit indices, four atoms per trip in
-                                            float64, random numbers in batches of 32 microupdates with ln ξ formed
-                                            there; helium_gpu_h100v7_… is the kernel before the ln ξ decision,
-                                            helium_gpu_h100v6_… the one before the scaling and the ±d select)
+                                            after the block sum; in float64 the fold and clamp by high-word
+                                            integer compares and rsqrt without libdevice's slow-path check;
+                                            one barrier per microupdate; unsigned 32-bit indices; four atoms per
+                                            trip in float64 shared memory; x, y in shared and z in global memory
+                                            where only 2N coordinates fit; random numbers in batches of 32
+                                            microupdates with ln ξ formed there. helium_gpu_h100v8_… is the
+                                            kernel before the float64 changes and the single barrier, h100v7_…
+                                            the one before the ln ξ decision)
   helium_gpu_h100v8bw_2026-11-23.json       DRAM and L2 read bandwidth (CUDA C probes)
-  helium_ncu_n40960_h100_2026-11-23.txt     Nsight Compute memory counters of the float32 N = 40960 kernel
+  helium_ncu_n40960_h100_2026-11-23.txt     Nsight Compute memory counters of the float32 N = 40960 kernel (v8)
+  helium_ncu_f64_n40960_h100_2026-11-23.txt the same counters of the float64 N = 40960 kernel (v11's)
   helium_gpu_h100v3masking_2026-11-23.json  load masking, both panels of 004's Fig. 3 (N = 512, 8 chains;
                                             the kernel before the two-atom loop)
   helium_gpu_sample_h100_2026-11-22.json    sample run (float64; the same pair terms, rint images)
@@ -66,31 +71,41 @@ def fit_sequential_optimum(seq: dict) -> dict:
     return {"m_c_fit": m_c, "m_opt_fit": math.sqrt(2 * m_c * t_a / t_g), "chi2_per_dof": chi2 / (len(m) - 2)}
 
 
-def memory_roof(speed: list) -> dict:
-    """The float32 N = 40960 kernel against its memory roof: the read bandwidths measured in CUDA C
-    (helium_gpu_h100v8bw) and the DRAM traffic Nsight Compute measured for one macroupdate of the
-    default launch (helium_ncu_n40960_h100_2026-11-23.txt; the profiler locks the clocks, so its
-    bytes, not its seconds, are carried over to the unprofiled run)."""
+def memory_roof(speed: list, dtype: str) -> dict:
+    """The N = 40960 kernel against its memory roof: the read bandwidths measured in CUDA C
+    (helium_gpu_h100v8bw) and the DRAM traffic Nsight Compute measured for one macroupdate
+    (helium_ncu_n40960_h100_2026-11-23.txt: float32, 132 chains, kernel of record v8, the section
+    counters; helium_ncu_f64_n40960_h100_2026-11-23.txt: float64, 132 chains, the metrics). The
+    profiler locks the clocks, so its bytes per pair evaluation, not its seconds, are carried over to
+    the record's fastest unprofiled launch."""
     bandwidth = load("helium_gpu_h100v8bw_2026-11-23.json")["memory_bandwidth"]
-    text = (RESULTS / "helium_ncu_n40960_h100_2026-11-23.txt").read_text()
-    tbps = float(re.search(r"Memory Throughput\s+Tbyte/s\s+([0-9.]+)", text).group(1))
-    seconds = float(re.search(r"Duration\s+s\s+([0-9.]+)", text).group(1))
-    l2_hit = float(re.search(r"L2 Hit Rate\s+%\s+([0-9.]+)", text).group(1))
-    l1_hit = float(re.search(r"L1/TEX Hit Rate\s+%\s+([0-9.]+)", text).group(1))
-    row = next(r for r in speed if r["n"] == 40960 and r["dtype"] == "float32")
-    n, chains = row["n"], row["walkers"]
-    evaluations = 2 * (n - 1) * n * chains  # one macroupdate of every chain
-    dram_bytes = tbps * 1e12 * seconds
-    wall = 1e-3 * row["ms_per_macroupdate_per_chain"] * chains
-    return {"n": n, "chains": chains, "threads": row["threads"], "dram_read_bytes_per_s": bandwidth["dram"]["bytes_per_s"],
-            "l2_read_bytes_per_s": bandwidth["l2"]["bytes_per_s"], "dram_bytes_per_macroupdate": dram_bytes,
-            "dram_bytes_per_evaluation": dram_bytes / evaluations, "l1_hit_percent": l1_hit, "l2_hit_percent": l2_hit,
-            "dram_bytes_per_s": dram_bytes / wall, "fraction_of_dram_roof": dram_bytes / wall / bandwidth["dram"]["bytes_per_s"]}
+    if dtype == "float32":
+        text = (RESULTS / "helium_ncu_n40960_h100_2026-11-23.txt").read_text()
+        tbps = float(re.search(r"Memory Throughput\s+Tbyte/s\s+([0-9.]+)", text).group(1))
+        seconds = float(re.search(r"Duration\s+s\s+([0-9.]+)", text).group(1))
+        dram_bytes = tbps * 1e12 * seconds
+        l2_hit = float(re.search(r"L2 Hit Rate\s+%\s+([0-9.]+)", text).group(1))
+        l1_hit = float(re.search(r"L1/TEX Hit Rate\s+%\s+([0-9.]+)", text).group(1))
+    else:
+        text = (RESULTS / "helium_ncu_f64_n40960_h100_2026-11-23.txt").read_text()
+        dram_bytes = (1e12 * float(re.search(r"dram__bytes_read.sum\s+Tbyte\s+([0-9.]+)", text).group(1))
+                      + 1e6 * float(re.search(r"dram__bytes_write.sum\s+Mbyte\s+([0-9.]+)", text).group(1)))
+        l2_hit = float(re.search(r"lts__t_sector_hit_rate.pct\s+%\s+([0-9.]+)", text).group(1))
+        l1_hit = float(re.search(r"l1tex__t_sector_hit_rate.pct\s+%\s+([0-9.]+)", text).group(1))
+    n, profiled_chains = 40960, 132
+    per_evaluation = dram_bytes / (2 * (n - 1) * n * profiled_chains)
+    row = next(r for r in speed if r["n"] == n and r["dtype"] == dtype)
+    bytes_per_s = per_evaluation * row["pair_evaluations_per_s"]
+    return {"n": n, "dtype": dtype, "profiled_chains": profiled_chains, "chains": row["walkers"], "threads": row["threads"],
+            "dram_read_bytes_per_s": bandwidth["dram"]["bytes_per_s"], "l2_read_bytes_per_s": bandwidth["l2"]["bytes_per_s"],
+            "dram_bytes_per_macroupdate": dram_bytes, "dram_bytes_per_evaluation": per_evaluation,
+            "l1_hit_percent": l1_hit, "l2_hit_percent": l2_hit, "dram_bytes_per_s": bytes_per_s,
+            "fraction_of_dram_roof": bytes_per_s / bandwidth["dram"]["bytes_per_s"]}
 
 
 def build() -> dict:
     main, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100v8_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
+        "helium_gpu_h100v11_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
         "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
@@ -183,7 +198,7 @@ def build() -> dict:
         "fma_probes": main["fma_probes"],
         "dmc": {"tail_corrected": True, "walkers": 512, "n": dmc},
         "sequential_optimum": seq,
-        "memory_roof_n40960_float32": memory_roof(speed),
+        "memory_roof_n40960": {dtype: memory_roof(speed, dtype) for dtype in ("float32", "float64")},
     }
 
 
@@ -199,27 +214,27 @@ def roofline_summary(d: dict) -> str:
                      f"At N = {big['n']} the coordinates live in global memory: every microupdate reads the chain's "
                      f"{3 * size} B per atom through L1 and L2, {big['pair_evaluations_per_s'] / 2 * 3 * size / 1e12:.1f} "
                      "TB/s requested over the GPU.")
-    roof = d["memory_roof_n40960_float32"]
-    lines.append(
-        f"On the memory side (float32, N = {roof['n']}, {roof['chains']} chains of {roof['threads']} threads): Nsight "
-        f"Compute counts {roof['dram_bytes_per_macroupdate'] / 1e12:.2f} TB of DRAM traffic per macroupdate "
-        f"({roof['dram_bytes_per_evaluation']:.1f} B per pair evaluation of the 6 B read: L1 hits {roof['l1_hit_percent']:.0f} %, "
-        f"L2 hits {roof['l2_hit_percent']:.0f} %; the chains' {12 * roof['n'] * roof['chains'] / 1e6:.0f} MB of coordinates "
-        f"exceed the 50 MB L2), "
-        f"{roof['dram_bytes_per_s'] / 1e12:.2f} TB/s at the unprofiled speed: {100 * roof['fraction_of_dram_roof']:.0f} % "
-        f"of the measured DRAM read bandwidth ({roof['dram_read_bytes_per_s'] / 1e12:.2f} TB/s; L2 "
-        f"{roof['l2_read_bytes_per_s'] / 1e12:.1f} TB/s). Its arithmetic intensity, "
-        f"{30 / roof['dram_bytes_per_evaluation']:.1f} flop per DRAM byte, is below the ridge point "
-        f"({d['measured_peak_flops']['float32'] / roof['dram_read_bytes_per_s']:.0f} flop/B), so the roofline there is the "
-        f"memory roof, and the kernel reaches {100 * roof['fraction_of_dram_roof']:.0f} % of it.")
+    for dtype, size in (("float32", 4), ("float64", 8)):
+        roof = d["memory_roof_n40960"][dtype]
+        lines.append(
+            f"On the memory side ({dtype}, N = {roof['n']}, {roof['chains']} chains of {roof['threads']} threads): Nsight "
+            f"Compute counts {roof['dram_bytes_per_evaluation']:.1f} B of DRAM traffic per pair evaluation of the "
+            f"{3 * size / 2:.0f} B read (profiled with {roof['profiled_chains']} chains: L1 hits {roof['l1_hit_percent']:.0f} %, "
+            f"L2 hits {roof['l2_hit_percent']:.0f} %; the chains' {3 * size * roof['n'] * roof['profiled_chains'] / 1e6:.0f} MB "
+            f"of coordinates exceed the 50 MB L2), {roof['dram_bytes_per_s'] / 1e12:.2f} TB/s at the unprofiled speed: "
+            f"{100 * roof['fraction_of_dram_roof']:.0f} % of the measured DRAM read bandwidth "
+            f"({roof['dram_read_bytes_per_s'] / 1e12:.2f} TB/s; L2 {roof['l2_read_bytes_per_s'] / 1e12:.1f} TB/s). Its "
+            f"arithmetic intensity, {30 / roof['dram_bytes_per_evaluation']:.1f} flop per DRAM byte, is below the ridge "
+            f"point ({d['measured_peak_flops'][dtype] / roof['dram_read_bytes_per_s']:.0f} flop/B), so the roofline there "
+            f"is the memory roof, and the kernel reaches {100 * roof['fraction_of_dram_roof']:.0f} % of it.")
     return "**Roofline (goal ≥ 30 %).** " + " ".join(lines)
 
 
 def markdown(d: dict) -> str:
     out = [f"# Liquid ⁴He (study 004) on one {d['device']} — {d['date']}", "",
            "Produced by `benchmarks/helium_gpu.py` (device runs) and merged by `benchmarks/helium_report.py`. "
-           "float32 kernels use fastmath (approximate ÷, √ and rsqrt, 2 ulp); float64 ones are IEEE but for libdevice's "
-           "rsqrt (1 ulp). "
+           "float32 kernels use fastmath (approximate ÷, √ and rsqrt, 2 ulp); float64 ones are IEEE but for rsqrt "
+           "(libdevice's estimate and Newton step without its slow-path check: the same bits, 1 ulp). "
            f"Host CPU: {d['host_cpu']['model']}, {d['host_cpu']['cores']} cores. Pair evaluation = one u(r) "
            "(minimum image, r², two inverses, powers; 30 flop with √ and ÷ counted as one). Measured peak: the "
            f"faster of two dependent-free FMA probes (see below), {d['measured_peak_flops']['float64'] / 1e12:.1f} "
@@ -304,10 +319,10 @@ def markdown(d: dict) -> str:
             "| m | GPU energy, CPU idle (s) | GPU energy, CPU g(r) (s) | excess |", "|---:|---:|---:|---:|"]
     for mm, a, b in zip(r["m"], r["cpu_idle_s"], r["cpu_g_of_r_s"]):
         out.append(f"| {mm} | {a:.3f} | {b:.3f} | {100 * (b - a) / a:+.1f} % |")
-    out += ["", "## Forms of the pair term (same chains and launches; 32 threads per chain for N ≤ 1000, 128 for N ≤ 2048, "
-            "512 above — the default block sizes of the run, before helium_chains.default_threads chose them per precision "
-            "from the speed scan)", "",
-            "Minimum image: fold = min(|d|, L − |d|), fold_select = the same with a compare and select, select = the "
+    out += ["", "## Forms of the pair term (same chains and launches, the default block sizes of "
+            "helium_chains.default_threads; N = 10240 runs split in float64: x and y in shared memory, z in global)", "",
+            "Minimum image: fold = min(|d|, L − |d|), fold_select = the same with a compare and select, high_word = "
+            "fold_select with its compare and the cut-off's on the high 32 bits (integer pipe, float64 only), select = the "
             "signed image by two compares, rint = d − L rint(d/L). Inverse: rsqrt = 1/r and 1/(L − r) from "
             "reciprocal square roots with r² clamped to (L/2)² as the cut-off; divide = √ and one division (the "
             "kernel before, now with the same clamp).", "",
@@ -320,19 +335,23 @@ def markdown(d: dict) -> str:
     probes = d["fma_probes"]
     loops = {key: v["pair_loop"] for key, v in d["sass_generate_shared"].items()
              if "error" not in v.get("pair_loop", {"error": ""}) and "rsqrt" in key}
-    out += ["", "The kernels use fold/rsqrt in float32 and fold_select/rsqrt in float64 (float64 has no min "
-            "instruction on sm_90; its NaN-propagating emulation costs about eight instructions). Besides the pair "
+    out += ["", "The kernels use fold/rsqrt in float32 and high_word/rsqrt in float64 (float64 has no min "
+            "instruction on sm_90; its NaN-propagating emulation costs about eight instructions, and its compares go "
+            "to the FP64 pipe, which the pair term keeps busy). Float64's rsqrt is libdevice's hardware estimate "
+            "(PTX rsqrt.approx.ftz.f64, inline assembly) and its Newton step, without the range check that "
+            "branched to a slow path twice per pair evaluation. Besides the pair "
             "term, this kernel takes the random numbers in batches of 32 microupdates (thread 0 steps the stream, "
             "lane b of warp 0 turns microupdate b's numbers into j, δ and ln ξ), where one thread used to compute "
-            "Box–Muller's log, √, cos and sin, and the decision's exp, between two barriers of every microupdate "
-            "(thread 0 now compares ln ξ with 2Δu), and indexes with unsigned "
+            "Box–Muller's log, √, cos and sin, and the decision's exp, between two barriers of every microupdate; "
+            "now every thread compares ln ξ with 2Δu after the block sum's barrier, the one barrier per "
+            "microupdate, and the moved atom's owner stores it. It indexes with unsigned "
             "32-bit integers (no negative-index wrap-around). Pair changes sum w = r⁻⁵ + (L − r)⁻⁵ and scale by −½b⁵ "
-            "once after the block sum. The pair loop in SASS (static counts, the float64 rsqrt slow path included): "
+            "once after the block sum. The pair loop in SASS (static counts): "
             + "; ".join(f"{key}: {loop['instructions_per_evaluation']:.1f} instructions per pair evaluation, "
                         f"{loop['fp64_pipe_per_evaluation']:.0f} on the FP64 pipe"
-                        for key, loop in loops.items()) + ". Float32 was 33 in the kernel before (helium_gpu_h100v6_2026-11-23), "
-            "about 46 before that; float64's FP64-pipe count fell from 36 to 32 (±d select, scaling after the sum: "
-            "SASS read offline with numba-cuda, ptxas and cuobjdump, the same counts as on the device).", "",
+                        for key, loop in loops.items()) + ". Float32 was 33 in helium_gpu_h100v6_2026-11-23, "
+            "about 46 before that; float64 was 77 instructions, 32 on the FP64 pipe, in helium_gpu_h100v8_2026-11-23 "
+            "(SASS read offline with benchmarks/sass_offline.py gives the same counts as on the device).", "",
             "**FMA probes** (the peak the fractions above use is the faster): " + "; ".join(
                 f"{dtype}: numba {v['numba']['flops'] / 1e12:.1f}, CUDA C (CuPy NVRTC, 16 chains per thread) "
                 f"{v['cuda_c']['flops'] / 1e12:.1f} TFLOP/s" for dtype, v in probes.items()) + ". numba's float32 "

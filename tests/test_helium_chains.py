@@ -44,14 +44,15 @@ def _child() -> dict:
     cpu = hc.HeliumChainsCPU(system, positions, states, SIGMA)
     cpu.generate(MACRO)
     # N = 20 in shared memory (only the single-atom remainder of the pair loop runs, T = 32 > N), and
-    # N = 100 > 3T in global memory, where the trips of four atoms run too (the two-atom trips are the
-    # same code without the second pair of terms)
+    # N = 100 > 3T split (x and y in shared memory, z in global memory: the global kernel is the same loop
+    # on three global arrays), where the trips of four atoms run too (the two-atom trips are the same code
+    # without the second pair of terms)
     big_system, big_positions, big_states = _start(n=N_UNROLLED, walkers=1)
     big_cpu = hc.HeliumChainsCPU(big_system, big_positions, big_states, SIGMA)
     big_cpu.generate(1)
     for name, chains, ref, macro, options in (
             ("shared", (system, positions, states), cpu, MACRO, {"memory": "shared"}),
-            ("global_unroll4", (big_system, big_positions, big_states), big_cpu, 1, {"memory": "global", "unroll": 4})):
+            ("split_unroll4", (big_system, big_positions, big_states), big_cpu, 1, {"memory": "split", "unroll": 4})):
         gpu = hc.HeliumChains(*chains, SIGMA, threads=32, **options)
         gpu.generate(macro)
         out["runs"][name] = {
@@ -230,23 +231,25 @@ def test_step_for_acceptance_reads_the_table():
 def test_default_launch_settings_are_valid_blocks():
     # every default block is whole warps within CUDA's limit
     for single, memory, sizes in ((True, "shared", (64, 1000, 1952, 4096, 17000)), (False, "shared", (64, 512, 1000, 8000)),
-                                  (True, "global", (40960,)), (False, "global", (10240, 40960))):
+                                  (True, "global", (40960,)), (False, "split", (10240,)), (False, "global", (40960,))):
         for n in sizes:
             threads = hc.default_threads(n, single, memory)
             assert threads % 32 == 0 and 32 <= threads <= 1024
-    assert hc.DEFAULT_UNROLL in hc.UNROLLS
+            assert hc.default_unroll(single, memory) in hc.UNROLLS
 
 
 def test_bad_options_raise_clear_errors():
     system, positions, states = _start()
     with pytest.raises(ValueError, match="threads"):
         hc.HeliumChains(system, positions, states, SIGMA, threads=48)
+    with pytest.raises(ValueError, match="memory must be auto, shared, split, global"):
+        hc.HeliumChains(system, positions, states, SIGMA, memory="texture")
 
 
 # --------------------------------------------------------------------------------------------
 # GPU kernels: twins under the simulator
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("case", ["shared", "global_unroll4"])
+@pytest.mark.parametrize("case", ["shared", "split_unroll4"])
 def test_gpu_generation_equals_cpu_twin(sim, case):
     run = sim["runs"][case]
     assert run["accepted_gpu"] == run["accepted_cpu"]

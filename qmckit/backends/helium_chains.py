@@ -16,9 +16,10 @@ GPU design (:class:`HeliumChains`), after 004 §4 with today's hardware:
 
 * one thread block per walker (Markov chain); the walker's coordinates are loaded once into shared
   memory and stay there for the whole launch (a persistent loop over ``n_macro`` × N microupdates,
-  no relaunch per move). When 3N coordinates do not fit (N ≳ 9000 in float64, 18000 in float32 on
-  an H100's 227 KB), a global-memory path keeps them in the walker's slice of global memory (L1/L2
-  cached);
+  no relaunch per move). When 3N coordinates do not fit (N > 8533 in float64, 17066 in float32 with
+  the 200 KB allowed here), a split path keeps x and y there and z in global memory (L1 keeps it)
+  while 2N fit, and a global-memory path keeps all three in the walker's slice of global memory
+  (L1/L2 cached);
 * the T threads of the block split the N pair terms (atom i goes to thread i mod T);
 * the block sum uses warp shuffles and one shared slot per warp, with ``syncthreads`` barriers —
   never 004's warp-synchronous reduction, which assumes lockstep execution and races on Volta and
@@ -385,13 +386,15 @@ def default_min_image(single: bool) -> str:
     return "fold" if single else "high_word"
 
 
-# atoms per trip of the pair loop (independent pair terms in flight per thread), the faster on an H100:
-# two. Four was 3–7 % faster in float64 with the coordinates in shared memory while libdevice's rsqrt
-# branched to its slow-path check twice per pair evaluation (helium_gpu_h100v7_2026-11-23); without
-# the check (_rsqrt_f64_gpu) two is 0.7–2 % faster at N = 512 and 1952 (helium_gpu_h100v9forms). In
-# float32 four was 0.5 % slower, and in the float64 global-memory kernel 31 % slower at N = 40960: its
-# 72 registers per thread left room for one block of 512 per SM instead of two.
-DEFAULT_UNROLL = 2
+def default_unroll(single: bool, memory: str = "shared") -> int:
+    """Atoms per trip of the pair loop (independent pair terms in flight per thread), the faster on an
+    H100: four in float64 with the coordinates in shared memory, two otherwise. Four is 1–3 % faster
+    there in the mean of three runs at N = 512 and 1952 (helium_gpu_h100v9forms, h100v9, h100v9unroll;
+    the spread between runs is as large), 6 % slower split at N = 10240 (one block per SM: more
+    registers bring no more warps), and 31 % slower in the float64 global-memory kernel at N = 40960
+    (h100v7: 72 registers per thread left room for one block of 512 per SM instead of two). In float32
+    four was 0.5 % slower."""
+    return 4 if not single and memory == "shared" else 2
 
 
 def default_threads(n: int, single: bool, memory: str = "shared") -> int:
@@ -400,6 +403,8 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
     per block from N = 512 on: shared memory limits the blocks per SM, and its pair loop is bound by
     the latency of dependent FP64 operations at the few warps left (Nsight Compute: 12–15 active warps
     per SM, issue slots 55–64 % busy, where float32 reaches 29 warps and 87 %)."""
+    if memory == "split":  # one block per SM: float64 N = 10240 runs best with 640 threads (h100v9unroll)
+        return 1024 if single else 640
     if memory == "global":
         return 1024 if single else 512
     if single:
@@ -407,7 +412,8 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
     return 32 if n <= 256 else 64 if n <= 512 else 128 if n <= 2048 else 256
 
 
-def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None) -> dict:
+def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None,
+            memory: str = "shared") -> dict:
     """The GPU kernels for float32 (``single``) or float64 coordinates and sums.
 
     Forms of the pair term, all the same u(r) to round-off (the stage ``variants`` of
@@ -417,10 +423,10 @@ def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", 
     integer compares, :func:`_high_word_forms`; the simulator uses fold_select), default
     :func:`default_min_image`; ``inverse`` "rsqrt"
     (:func:`_w_cut`) or "divide" (:func:`_w_cut_divide`); ``unroll``: atoms per trip of the pair loop,
-    2 or 4, default ``DEFAULT_UNROLL``.
+    2 or 4, default :func:`default_unroll` for coordinates in ``memory``.
     """
     return _kernels(bool(single), default_min_image(single) if min_image is None else min_image, inverse,
-                    DEFAULT_UNROLL if unroll is None else unroll)
+                    default_unroll(single, memory) if unroll is None else unroll)
 
 
 @functools.lru_cache(maxsize=None)
@@ -552,6 +558,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         reach = u32((unroll - 1) * T)
         last = u32(N - reach) if N > reach else u32(0)  # `unroll` atoms per trip while i + reach < N
         step = u32(unroll * T)
+        last2 = u32(N - T) if N > T else u32(0)  # two atoms per trip while i + T < N
         one = real(1.0)
         half = real(0.5)
         n_acc = 0
@@ -604,7 +611,15 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
                     part2 += v2 if k2 != j else zero
                     part3 += v3 if k3 != j else zero
                 i = u32(i + step)
-            while i < N:  # at most unroll − 1 single atoms
+            if unroll == 4:  # then trips of two: with few atoms per thread the tail is a large share
+                while i < last2:
+                    v0 = pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
+                    k1 = u32(i + T)
+                    v1 = pair_change(xo, yo, zo, xn, yn, zn, X[k1], Y[k1], Z[k1], box, inv_box, half2, half, one)
+                    part0 += v0 if i != j else zero
+                    part1 += v1 if k1 != j else zero
+                    i = u32(k1 + T)
+            while i < N:  # at most one single atom
                 if i != j:
                     part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
                 i = u32(i + T)
@@ -630,6 +645,25 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
                 write += 1
         return n_acc
 
+    @c.jit(**generation_kw)
+    def run_chain(X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w):
+        """Walker w's stream in, the persistent loop over X, Y, Z (each shared or global), the stream and
+        the accept count out."""
+        warp_sums = cuda.shared.array(TWO_SLOTS, dtype=real)
+        draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
+        bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
+        st = cuda.local.array((1, 2), u64)
+        st[0, 0] = states[0, w]
+        st[0, 1] = states[1, w]
+        cuda.syncthreads()
+        n_acc = chain(X, Y, Z, st, real(box), real(inv_box), real(half2), real(b5), n_micro, sigma, draws, bits,
+                      warp_sums, out, m_write, w)
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            states[0, w] = st[0, 0]
+            states[1, w] = st[0, 1]
+            accepted[w] += n_acc
+
     @c.jit(fastmath=fast)
     def generate_shared(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
         """coords (W, 3, N); states (2, W) uint64; accepted (W,) int64; out (writeouts, W, 3, N)."""
@@ -644,43 +678,36 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             X[i] = coords[w, 0, i]
             Y[i] = coords[w, 1, i]
             Z[i] = coords[w, 2, i]
-        warp_sums = cuda.shared.array(TWO_SLOTS, dtype=real)
-        draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
-        bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
-        st = cuda.local.array((1, 2), u64)
-        st[0, 0] = states[0, w]
-        st[0, 1] = states[1, w]
-        cuda.syncthreads()
-        n_acc = chain(X, Y, Z, st, real(box), real(inv_box), real(half2), real(b5), n_micro, sigma, draws, bits,
-                      warp_sums, out, m_write, w)
-        cuda.syncthreads()
+        run_chain(X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
         for i in range(t, N, cuda.blockDim.x):
             coords[w, 0, i] = X[i]
             coords[w, 1, i] = Y[i]
             coords[w, 2, i] = Z[i]
-        if t == 0:
-            states[0, w] = st[0, 0]
-            states[1, w] = st[0, 1]
-            accepted[w] += n_acc
+
+    @c.jit(fastmath=fast)
+    def generate_split(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
+        """As ``generate_shared`` with x and y in shared memory and z left in global memory, for N whose
+        3N coordinates do not fit in shared memory but 2N do: z is a third of the loads, and L1 keeps it."""
+        w = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        N = coords.shape[2]
+        shared = cuda.shared.array(0, dtype=real)
+        X = shared[0:N]
+        Y = shared[N:2 * N]
+        for i in range(t, N, cuda.blockDim.x):
+            X[i] = coords[w, 0, i]
+            Y[i] = coords[w, 1, i]
+        run_chain(X, Y, coords[w, 2], states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
+        for i in range(t, N, cuda.blockDim.x):
+            coords[w, 0, i] = X[i]
+            coords[w, 1, i] = Y[i]
 
     @c.jit(fastmath=fast)
     def generate_global(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
         """As ``generate_shared`` with the coordinates left in global memory (large N)."""
         w = cuda.blockIdx.x
-        t = cuda.threadIdx.x
-        warp_sums = cuda.shared.array(TWO_SLOTS, dtype=real)
-        draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
-        bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
-        st = cuda.local.array((1, 2), u64)
-        st[0, 0] = states[0, w]
-        st[0, 1] = states[1, w]
-        cuda.syncthreads()
-        n_acc = chain(coords[w, 0], coords[w, 1], coords[w, 2], st, real(box), real(inv_box), real(half2),
-                      real(b5), n_micro, sigma, draws, bits, warp_sums, out, m_write, w)
-        if t == 0:
-            states[0, w] = st[0, 0]
-            states[1, w] = st[0, 1]
-            accepted[w] += n_acc
+        run_chain(coords[w, 0], coords[w, 1], coords[w, 2], states, accepted, box, inv_box, half2, b5, n_micro,
+                  sigma, out, m_write, w)
 
     @c.jit
     def energies(coords, box, b5, with_potential, out):
@@ -761,11 +788,15 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         for k in range(t, bins, cuda.blockDim.x):
             counts[w, k] += hist[k]
 
-    return {"generate_shared": generate_shared, "generate_global": generate_global, "energies": energies,
+    return {"generate_shared": generate_shared, "generate_split": generate_split, "generate_global": generate_global,
+            "energies": energies,
             "pair_histogram": pair_histogram}
 
 
 SHARED_LIMIT_BYTES = 200 * 1024  # leave room below the H100's 227 KB per block
+# coordinate components in shared memory per kind of generation kernel (float64 N ≤ 8533: shared;
+# ≤ 12800: split; float32 twice that)
+SHARED_COMPONENTS = {"shared": 3, "split": 2, "global": 0}
 DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
 # the generation kernels' static shared arrays: two sets of block-sum slots (one per warp; consecutive
 # microupdates alternate, so one barrier per microupdate keeps them apart) and one batch of
@@ -798,9 +829,10 @@ class HeliumChains:
     """W Metropolis chains of ``system`` on the GPU, one thread block of ``threads`` per chain.
 
     positions (W, N, 3) in Å; states (W, 2) uint64 (one xoroshiro128+ stream per chain);
-    sigma: Gaussian step per component (Å); dtype float64 or float32; memory "auto" | "shared" |
-    "global" (where the coordinates live during a launch); min_image, inverse, unroll: forms of the
-    pair loop, see :func:`kernels`.
+    sigma: Gaussian step per component (Å); dtype float64 or float32; memory "shared" (all coordinates
+    in shared memory during a launch), "split" (x and y there, z in global memory), "global", or "auto"
+    (the first of these whose shared part fits in ``SHARED_LIMIT_BYTES``); min_image, inverse, unroll:
+    forms of the pair loop, see :func:`kernels`.
     """
 
     backend = "cuda"
@@ -813,13 +845,14 @@ class HeliumChains:
         if self.dtype not in (np.float64, np.float32):
             raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")
         W, N, _ = np.shape(positions)
-        bytes_needed = 3 * N * self.dtype.itemsize
         if memory == "auto":
-            memory = "shared" if bytes_needed <= SHARED_LIMIT_BYTES else "global"
-        if memory not in ("shared", "global"):
-            raise ValueError(f"memory must be auto, shared or global, got {memory!r}")
-        if memory == "shared" and bytes_needed > SHARED_LIMIT_BYTES:
-            raise ValueError(f"memory shared: 3N coordinates need {bytes_needed} B > {SHARED_LIMIT_BYTES} B")
+            memory = next(m for m, k in SHARED_COMPONENTS.items() if k * N * self.dtype.itemsize <= SHARED_LIMIT_BYTES)
+        if memory not in SHARED_COMPONENTS:
+            raise ValueError(f"memory must be auto, {', '.join(SHARED_COMPONENTS)}, got {memory!r}")
+        self.shared_bytes = SHARED_COMPONENTS[memory] * N * self.dtype.itemsize
+        if self.shared_bytes > SHARED_LIMIT_BYTES:
+            raise ValueError(f"memory {memory}: {SHARED_COMPONENTS[memory]}N coordinates need {self.shared_bytes} B "
+                             f"> {SHARED_LIMIT_BYTES} B of shared memory")
         self.memory = memory
         if threads is None:
             threads = default_threads(N, self.dtype == np.float32, memory)
@@ -835,7 +868,7 @@ class HeliumChains:
         self.states = c.to_device(np.ascontiguousarray(np.asarray(states, dtype=np.uint64).T))
         self.accepted = c.to_device(np.zeros(W, dtype=np.int64))
         self.proposed = 0
-        self._k = kernels(self.dtype == np.float32, min_image, inverse, unroll)
+        self._k = kernels(self.dtype == np.float32, min_image, inverse, unroll, memory)
         self._no_out = c.device_array((0, W, 3, N), dtype=self.dtype)
         self.n_walkers, self.n_atoms = W, N
         self._launchers = {}
@@ -850,17 +883,13 @@ class HeliumChains:
         n_micro = int(n_macro) * self.n_atoms
         args = (self.coords, self.states, *self.constants, n_micro, self.sigma, self.accepted, out,
                 int(m_write) * self.n_atoms)
-        if self.memory == "shared":
-            shared_bytes = 3 * self.n_atoms * self.dtype.itemsize
-            kernel = self._k["generate_shared"]
-            if shared_bytes + STATIC_SHARED_BYTES > DEFAULT_SHARED_BYTES and not simulated():
-                key = type(out).__name__  # a specialisation per array kind (device or mapped)
-                if key not in self._launchers:
-                    self._launchers[key] = _opt_in_shared(kernel, args, shared_bytes)
-                kernel = self._launchers[key]
-            kernel[self.n_walkers, self.threads, stream, shared_bytes](*args)
-        else:
-            self._k["generate_global"][self.n_walkers, self.threads, stream](*args)
+        kernel = self._k[f"generate_{self.memory}"]
+        if self.shared_bytes + STATIC_SHARED_BYTES > DEFAULT_SHARED_BYTES and not simulated():
+            key = type(out).__name__  # a specialisation per array kind (device or mapped)
+            if key not in self._launchers:
+                self._launchers[key] = _opt_in_shared(kernel, args, self.shared_bytes)
+            kernel = self._launchers[key]
+        kernel[self.n_walkers, self.threads, stream, self.shared_bytes](*args)
         self.proposed += n_micro
 
     def synchronize(self) -> None:
