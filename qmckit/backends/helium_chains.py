@@ -548,6 +548,16 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         cuda.syncthreads()
 
     @c.jit(**generation_kw)
+    def two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, i, T, j, box, inv_box, half2, half, one):
+        """The pair changes of atoms i and i + T, two independent terms in flight; 0 for the moved atom j
+        (a select: its own term, r = 0, is never used)."""
+        k = u32(i + T)
+        v0 = pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
+        v1 = pair_change(xo, yo, zo, xn, yn, zn, X[k], Y[k], Z[k], box, inv_box, half2, half, one)
+        zero = one - one
+        return (v0 if i != j else zero), (v1 if k != j else zero)
+
+    @c.jit(**generation_kw)
     def chain(X, Y, Z, st, box, inv_box, half2, b5, n_micro, sigma, draws, bits, warp_sums, out, m_write, w):
         """The persistent loop of one walker; X, Y, Z are shared or global (N,) arrays."""
         # 32-bit unsigned indices: 64-bit index arithmetic, and numba's negative-index wrap-around of
@@ -598,27 +608,21 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             part3 = zero
             i = t
             while i < last:  # u32() on every index: numba widens 32-bit arithmetic to 64 bits
-                v0 = pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
-                k1 = u32(i + T)
-                v1 = pair_change(xo, yo, zo, xn, yn, zn, X[k1], Y[k1], Z[k1], box, inv_box, half2, half, one)
-                part0 += v0 if i != j else zero  # a select: the i = j term (r = 0) is never used
-                part1 += v1 if k1 != j else zero
+                v0, v1 = two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, i, T, j, box, inv_box, half2, half, one)
+                part0 += v0
+                part1 += v1
                 if unroll == 4:  # a compile-time constant: the other form is not compiled
-                    k2 = u32(k1 + T)
-                    v2 = pair_change(xo, yo, zo, xn, yn, zn, X[k2], Y[k2], Z[k2], box, inv_box, half2, half, one)
-                    k3 = u32(k2 + T)
-                    v3 = pair_change(xo, yo, zo, xn, yn, zn, X[k3], Y[k3], Z[k3], box, inv_box, half2, half, one)
-                    part2 += v2 if k2 != j else zero
-                    part3 += v3 if k3 != j else zero
+                    v2, v3 = two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, u32(i + 2 * T), T, j, box, inv_box, half2,
+                                       half, one)
+                    part2 += v2
+                    part3 += v3
                 i = u32(i + step)
             if unroll == 4:  # then trips of two: with few atoms per thread the tail is a large share
                 while i < last2:
-                    v0 = pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
-                    k1 = u32(i + T)
-                    v1 = pair_change(xo, yo, zo, xn, yn, zn, X[k1], Y[k1], Z[k1], box, inv_box, half2, half, one)
-                    part0 += v0 if i != j else zero
-                    part1 += v1 if k1 != j else zero
-                    i = u32(k1 + T)
+                    v0, v1 = two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, i, T, j, box, inv_box, half2, half, one)
+                    part0 += v0
+                    part1 += v1
+                    i = u32(i + 2 * T)
             while i < N:  # at most one single atom
                 if i != j:
                     part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
