@@ -101,7 +101,7 @@ def _high_word_forms():
     """The float64 GPU kernel's minimum image and cut-off by integer compares of high words.
 
     A float64 compare goes to the FP64 pipe, which a float64 pair term keeps busy (32 of its 50
-    instructions per pair evaluation); the high 32 bits of a float64 are a register of its own, and
+    instructions per pair evaluation with float64 compares, 28 with these); the high 32 bits of a float64 are a register of its own, and
     for non-negative x they order like x itself. So |d| is compared with L/2 and r² with (L/2)² by an
     integer compare of high words, off the FP64 pipe. That moves both thresholds down to the nearest
     value with zero low word, by less than 2⁻²⁰ relative: components with |d| in that sliver just
@@ -668,43 +668,46 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             states[1, w] = st[0, 1]
             accepted[w] += n_acc
 
+    @c.jit(**kw)
+    def copy_in(coords, w, component, A):
+        """A[i] = coords[w, component, i], the block's threads striding over i (no barrier)."""
+        for i in range(cuda.threadIdx.x, A.shape[0], cuda.blockDim.x):
+            A[i] = coords[w, component, i]
+
+    @c.jit(**kw)
+    def copy_out(A, coords, w, component):
+        """coords[w, component, i] = A[i], the block's threads striding over i (no barrier)."""
+        for i in range(cuda.threadIdx.x, A.shape[0], cuda.blockDim.x):
+            coords[w, component, i] = A[i]
+
     @c.jit(fastmath=fast)
     def generate_shared(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
         """coords (W, 3, N); states (2, W) uint64; accepted (W,) int64; out (writeouts, W, 3, N)."""
         w = cuda.blockIdx.x
-        t = cuda.threadIdx.x
         N = coords.shape[2]
         shared = cuda.shared.array(0, dtype=real)
-        X = shared[0:N]
-        Y = shared[N:2 * N]
-        Z = shared[2 * N:3 * N]
-        for i in range(t, N, cuda.blockDim.x):
-            X[i] = coords[w, 0, i]
-            Y[i] = coords[w, 1, i]
-            Z[i] = coords[w, 2, i]
+        X, Y, Z = shared[0:N], shared[N:2 * N], shared[2 * N:3 * N]
+        copy_in(coords, w, 0, X)
+        copy_in(coords, w, 1, Y)
+        copy_in(coords, w, 2, Z)
         run_chain(X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
-        for i in range(t, N, cuda.blockDim.x):
-            coords[w, 0, i] = X[i]
-            coords[w, 1, i] = Y[i]
-            coords[w, 2, i] = Z[i]
+        copy_out(X, coords, w, 0)
+        copy_out(Y, coords, w, 1)
+        copy_out(Z, coords, w, 2)
 
     @c.jit(fastmath=fast)
     def generate_split(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
         """As ``generate_shared`` with x and y in shared memory and z left in global memory, for N whose
         3N coordinates do not fit in shared memory but 2N do: z is a third of the loads, and L1 keeps it."""
         w = cuda.blockIdx.x
-        t = cuda.threadIdx.x
         N = coords.shape[2]
         shared = cuda.shared.array(0, dtype=real)
-        X = shared[0:N]
-        Y = shared[N:2 * N]
-        for i in range(t, N, cuda.blockDim.x):
-            X[i] = coords[w, 0, i]
-            Y[i] = coords[w, 1, i]
+        X, Y = shared[0:N], shared[N:2 * N]
+        copy_in(coords, w, 0, X)
+        copy_in(coords, w, 1, Y)
         run_chain(X, Y, coords[w, 2], states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
-        for i in range(t, N, cuda.blockDim.x):
-            coords[w, 0, i] = X[i]
-            coords[w, 1, i] = Y[i]
+        copy_out(X, coords, w, 0)
+        copy_out(Y, coords, w, 1)
 
     @c.jit(fastmath=fast)
     def generate_global(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
