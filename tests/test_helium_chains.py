@@ -46,12 +46,14 @@ def _child() -> dict:
     # N = 20 in shared memory (only the single-atom remainder of the pair loop runs, T = 32 > N), and
     # N = 100 > 3T split (x and y in shared memory, z in global memory: the global kernel is the same loop
     # on three global arrays), where the trips of four atoms run too (the two-atom trips are the same code
-    # without the second pair of terms)
+    # without the second pair of terms); and hybrid at N = 20, atoms 0–11 in shared and 12–19 in global
+    # memory (each segment's loop, the moved atom's load and store in either)
     big_system, big_positions, big_states = _start(n=N_UNROLLED, walkers=1)
     big_cpu = hc.HeliumChainsCPU(big_system, big_positions, big_states, SIGMA)
     big_cpu.generate(1)
     for name, chains, ref, macro, options in (
             ("shared", (system, positions, states), cpu, MACRO, {"memory": "shared"}),
+            ("hybrid", (system, positions, states), cpu, MACRO, {"memory": "hybrid", "shared_atoms": 12}),
             ("split_unroll4", (big_system, big_positions, big_states), big_cpu, 1, {"memory": "split", "unroll": 4})):
         gpu = hc.HeliumChains(*chains, SIGMA, threads=32, **options)
         gpu.generate(macro)
@@ -64,8 +66,8 @@ def _child() -> dict:
     ref = hc.HeliumChainsCPU(system, positions, states, SIGMA)
     ref.generate(1)
     out["float32_max_dpos"] = float(np.abs(single.positions() - ref.positions()).max())
-    # writeouts every macroupdate into a host-visible array
-    gpu = hc.HeliumChains(system, positions, states, SIGMA, threads=32)
+    # writeouts every macroupdate into a host-visible array (from both segments of the hybrid kernel)
+    gpu = hc.HeliumChains(system, positions, states, SIGMA, threads=32, memory="hybrid", shared_atoms=12)
     slots = cuda.to_device(np.full((MACRO, WALKERS, 3, N_ATOMS), -1.0))
     gpu.generate(MACRO, out=slots, m_write=1)
     written = slots.copy_to_host()
@@ -231,7 +233,8 @@ def test_step_for_acceptance_reads_the_table():
 def test_default_launch_settings_are_valid_blocks():
     # every default block is whole warps within CUDA's limit
     for single, memory, sizes in ((True, "shared", (64, 1000, 1952, 4096, 17000)), (False, "shared", (64, 512, 1000, 8000)),
-                                  (True, "global", (40960,)), (False, "split", (10240,)), (False, "global", (40960,))):
+                                  (True, "global", (40960,)), (False, "split", (10240,)), (False, "hybrid", (10240, 40960)),
+                                  (True, "hybrid", (40960,)), (False, "global", (40960,))):
         for n in sizes:
             threads = hc.default_threads(n, single, memory)
             assert threads % 32 == 0 and 32 <= threads <= 1024
@@ -242,14 +245,25 @@ def test_bad_options_raise_clear_errors():
     system, positions, states = _start()
     with pytest.raises(ValueError, match="threads"):
         hc.HeliumChains(system, positions, states, SIGMA, threads=48)
-    with pytest.raises(ValueError, match="memory must be auto, shared, split, global"):
+    with pytest.raises(ValueError, match="memory must be auto, shared, split, hybrid, global"):
         hc.HeliumChains(system, positions, states, SIGMA, memory="texture")
+    with pytest.raises(ValueError, match=r"shared_atoms must be in \[1, 20\]"):
+        hc.HeliumChains(system, positions, states, SIGMA, memory="hybrid", shared_atoms=21)
+    with pytest.raises(ValueError, match="shared_atoms goes with memory hybrid"):
+        hc.HeliumChains(system, positions, states, SIGMA, memory="shared", shared_atoms=10)
+
+
+def test_hybrid_kernel_keeps_as_many_atoms_in_shared_memory_as_fit():
+    # float64 N = 10240: 9546 atoms (224 KB) in shared memory, the other 694 (16.3 KB) fit L1's 28 KB
+    assert hc.hybrid_atoms(10240, 8) == 9546 and hc.hybrid_atoms(40960, 4) == 19093
+    assert 3 * 8 * hc.hybrid_atoms(10240, 8) + hc.STATIC_SHARED_BYTES <= 227 * 1024
+    assert hc.hybrid_atoms(500, 8) == 500
 
 
 # --------------------------------------------------------------------------------------------
 # GPU kernels: twins under the simulator
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("case", ["shared", "split_unroll4"])
+@pytest.mark.parametrize("case", ["shared", "hybrid", "split_unroll4"])
 def test_gpu_generation_equals_cpu_twin(sim, case):
     run = sim["runs"][case]
     assert run["accepted_gpu"] == run["accepted_cpu"]

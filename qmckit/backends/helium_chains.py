@@ -403,7 +403,7 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
     per block from N = 512 on: shared memory limits the blocks per SM, and its pair loop is bound by
     the latency of dependent FP64 operations at the few warps left (Nsight Compute: 12–15 active warps
     per SM, issue slots 55–64 % busy, where float32 reaches 29 warps and 87 %)."""
-    if memory == "split":  # one block per SM: float64 N = 10240 runs best with 640 threads (h100v9unroll)
+    if memory in ("split", "hybrid"):  # one block per SM: float64 N = 10240 split runs best with 640 threads (h100v9unroll)
         return 1024 if single else 640
     if memory == "global":
         return 1024 if single else 512
@@ -557,116 +557,158 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         zero = one - one
         return (v0 if i != j else zero), (v1 if k != j else zero)
 
-    @c.jit(**generation_kw)
-    def chain(X, Y, Z, st, box, inv_box, half2, b5, n_micro, sigma, draws, bits, warp_sums, out, m_write, w):
-        """The persistent loop of one walker; X, Y, Z are shared or global (N,) arrays."""
-        # 32-bit unsigned indices: 64-bit index arithmetic, and numba's negative-index wrap-around of
-        # signed ones, cost extra instructions in the pair loop
-        t = u32(cuda.threadIdx.x)
-        T = u32(cuda.blockDim.x)
-        N = u32(X.shape[0])
+    @c.jit(inline="always", **generation_kw)
+    def segment_sums(X, Y, Z, N, t, T, j, xo, yo, zo, xn, yn, zn, box, inv_box, half2, half, one):
+        """This thread's four partial sums of the pair changes over the atoms of X, Y, Z (atom i to thread
+        i mod T); 0 for index j (the moved atom, or none when j ≥ len(X))."""
         reach = u32((unroll - 1) * T)
         last = u32(N - reach) if N > reach else u32(0)  # `unroll` atoms per trip while i + reach < N
         step = u32(unroll * T)
         last2 = u32(N - T) if N > T else u32(0)  # two atoms per trip while i + T < N
-        one = real(1.0)
-        half = real(0.5)
-        n_acc = 0
-        write = 0
-        # one barrier per microupdate: every thread decides (each has the same block sum and ln ξ), and
-        # the moved atom's owner (thread j mod T, the only one whose pair loop reads X[j]) stores it.
-        # The others may read X[j] too early only at the next microupdate's old position, so the last
-        # accepted move is also kept in registers; the block sums alternate between two sets of slots.
-        j_moved = N  # the atom accepted at the previous microupdate, N if none
-        xm = real(0.0)
-        ym = xm
-        zm = xm
-        for k in range(n_micro):
-            b = k % PROPOSALS_PER_DRAW
-            if b == 0:
-                draw_proposals(st, draws, bits, min(PROPOSALS_PER_DRAW, n_micro - k), N, sigma)
-            j = u32(draws[b, 0])
-            if j == j_moved:
-                xo = xm
-                yo = ym
-                zo = zm
-            else:
-                xo = X[j]
-                yo = Y[j]
-                zo = Z[j]
-            xn = wrap(xo + real(draws[b, 1]), box)
-            yn = wrap(yo + real(draws[b, 2]), box)
-            zn = wrap(zo + real(draws[b, 3]), box)
-            # two atoms per trip, two partial sums, 32-bit indices: numba's range(t, N, T) costs a 64-bit
-            # trip count and five integer instructions per trip (numba's FMA probe in benchmarks/
-            # helium_gpu.py issues at 57 % for that reason), and two independent pair terms overlap their
-            # latencies; 13 % more pair evaluations per second in float32 on an H100
-            zero = real(0.0)
-            part0 = zero
-            part1 = zero
-            part2 = zero
-            part3 = zero
-            i = t
-            while i < last:  # u32() on every index: numba widens 32-bit arithmetic to 64 bits
+        zero = real(0.0)
+        part0 = zero
+        part1 = zero
+        part2 = zero
+        part3 = zero
+        # two atoms per trip, two partial sums, 32-bit indices: numba's range(t, N, T) costs a 64-bit
+        # trip count and five integer instructions per trip (numba's FMA probe in benchmarks/
+        # helium_gpu.py issues at 57 % for that reason), and two independent pair terms overlap their
+        # latencies; 13 % more pair evaluations per second in float32 on an H100
+        i = t
+        while i < last:  # u32() on every index: numba widens 32-bit arithmetic to 64 bits
+            v0, v1 = two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, i, T, j, box, inv_box, half2, half, one)
+            part0 += v0
+            part1 += v1
+            if unroll == 4:  # a compile-time constant: the other form is not compiled
+                v2, v3 = two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, u32(i + 2 * T), T, j, box, inv_box, half2,
+                                   half, one)
+                part2 += v2
+                part3 += v3
+            i = u32(i + step)
+        if unroll == 4:  # then trips of two: with few atoms per thread the tail is a large share
+            while i < last2:
                 v0, v1 = two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, i, T, j, box, inv_box, half2, half, one)
                 part0 += v0
                 part1 += v1
-                if unroll == 4:  # a compile-time constant: the other form is not compiled
-                    v2, v3 = two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, u32(i + 2 * T), T, j, box, inv_box, half2,
-                                       half, one)
-                    part2 += v2
-                    part3 += v3
-                i = u32(i + step)
-            if unroll == 4:  # then trips of two: with few atoms per thread the tail is a large share
-                while i < last2:
-                    v0, v1 = two_terms(xo, yo, zo, xn, yn, zn, X, Y, Z, i, T, j, box, inv_box, half2, half, one)
-                    part0 += v0
-                    part1 += v1
-                    i = u32(i + 2 * T)
-            while i < N:  # at most one single atom
-                if i != j:
-                    part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
-                i = u32(i + T)
-            total = block_sum((part0 + part1) + (part2 + part3), warp_sums, (k % 2) * SLOTS)
-            j_moved = N
-            if draws[b, 4] < -float(b5) * float(total):  # ln ξ < 2Δu = −b⁵Δw: no exp on this path
-                j_moved = j
-                xm = xn
-                ym = yn
-                zm = zn
-                if j % T == t:
-                    X[j] = xn
-                    Y[j] = yn
-                    Z[j] = zn
-                n_acc += 1
-            if m_write > 0 and (k + 1) % m_write == 0 and write < out.shape[0]:
-                # a writeout: the configuration after every m_write microupdates (m macroupdates)
-                for i in range(t, N, T):
-                    out[write, w, 0, i] = X[i]
-                    out[write, w, 1, i] = Y[i]
-                    out[write, w, 2, i] = Z[i]
-                cuda.threadfence_system()
-                write += 1
-        return n_acc
+                i = u32(i + 2 * T)
+        while i < N:  # at most one single atom
+            if i != j:
+                part0 += pair_change(xo, yo, zo, xn, yn, zn, X[i], Y[i], Z[i], box, inv_box, half2, half, one)
+            i = u32(i + T)
+        return part0, part1, part2, part3
 
-    @c.jit(**generation_kw)
-    def run_chain(X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w):
-        """Walker w's stream in, the persistent loop over X, Y, Z (each shared or global), the stream and
-        the accept count out."""
-        warp_sums = cuda.shared.array(TWO_SLOTS, dtype=real)
-        draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
-        bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
-        st = cuda.local.array((1, 2), u64)
-        st[0, 0] = states[0, w]
-        st[0, 1] = states[1, w]
-        cuda.syncthreads()
-        n_acc = chain(X, Y, Z, st, real(box), real(inv_box), real(half2), real(b5), n_micro, sigma, draws, bits,
-                      warp_sums, out, m_write, w)
-        cuda.syncthreads()
-        if cuda.threadIdx.x == 0:
-            states[0, w] = st[0, 0]
-            states[1, w] = st[0, 1]
-            accepted[w] += n_acc
+    @c.jit(**kw)
+    def write_segment(X, Y, Z, out, write, w, first, t, T):
+        """out[write, w, :, first + i] = (X[i], Y[i], Z[i]), thread t of T striding over i."""
+        for i in range(t, u32(X.shape[0]), T):
+            out[write, w, 0, first + i] = X[i]
+            out[write, w, 1, first + i] = Y[i]
+            out[write, w, 2, first + i] = Z[i]
+
+    def make_chain(hybrid):
+        """The persistent loop of one walker over its atoms in X, Y, Z (shared or global (N,) arrays), or,
+        when ``hybrid`` (a compile-time constant), atoms 0 … K − 1 in X, Y, Z (shared memory) and
+        K … N − 1 in XB, YB, ZB (global memory); without it XB, YB, ZB are not read."""
+
+        @c.jit(**generation_kw)
+        def chain(X, Y, Z, XB, YB, ZB, st, box, inv_box, half2, b5, n_micro, sigma, draws, bits, warp_sums, out,
+                  m_write, w):
+            # 32-bit unsigned indices: 64-bit index arithmetic, and numba's negative-index wrap-around of
+            # signed ones, cost extra instructions in the pair loop
+            t = u32(cuda.threadIdx.x)
+            T = u32(cuda.blockDim.x)
+            K = u32(X.shape[0])
+            N = u32(K + XB.shape[0]) if hybrid else K
+            one = real(1.0)
+            half = real(0.5)
+            n_acc = 0
+            write = 0
+            # one barrier per microupdate: every thread decides (each has the same block sum and ln ξ),
+            # and the moved atom's owner (the only thread whose pair loop reads its coordinates) stores
+            # it. The others may read it too early only at the next microupdate's old position, so the
+            # last accepted move is also kept in registers; the block sums alternate between two sets
+            # of slots.
+            j_moved = N  # the atom accepted at the previous microupdate, N if none
+            xm = real(0.0)
+            ym = xm
+            zm = xm
+            for k in range(n_micro):
+                b = k % PROPOSALS_PER_DRAW
+                if b == 0:
+                    draw_proposals(st, draws, bits, min(PROPOSALS_PER_DRAW, n_micro - k), N, sigma)
+                j = u32(draws[b, 0])
+                jb = u32(j - K)  # j's index in XB; ≥ len(XB) (unsigned wrap-around) when j < K
+                if j == j_moved:
+                    xo = xm
+                    yo = ym
+                    zo = zm
+                elif not hybrid or j < K:
+                    xo = X[j]
+                    yo = Y[j]
+                    zo = Z[j]
+                else:
+                    xo = XB[jb]
+                    yo = YB[jb]
+                    zo = ZB[jb]
+                xn = wrap(xo + real(draws[b, 1]), box)
+                yn = wrap(yo + real(draws[b, 2]), box)
+                zn = wrap(zo + real(draws[b, 3]), box)
+                part0, part1, part2, part3 = segment_sums(X, Y, Z, K, t, T, j, xo, yo, zo, xn, yn, zn, box, inv_box, half2,
+                                                          half, one)
+                part = (part0 + part1) + (part2 + part3)
+                if hybrid:
+                    part4, part5, part6, part7 = segment_sums(XB, YB, ZB, u32(N - K), t, T, jb, xo, yo, zo, xn, yn, zn, box, inv_box,
+                                                              half2, half, one)
+                    part += (part4 + part5) + (part6 + part7)
+                total = block_sum(part, warp_sums, (k % 2) * SLOTS)
+                j_moved = N
+                if draws[b, 4] < -float(b5) * float(total):  # ln ξ < 2Δu = −b⁵Δw: no exp on this path
+                    j_moved = j
+                    xm = xn
+                    ym = yn
+                    zm = zn
+                    if not hybrid or j < K:
+                        if j % T == t:
+                            X[j] = xn
+                            Y[j] = yn
+                            Z[j] = zn
+                    elif jb % T == t:
+                        XB[jb] = xn
+                        YB[jb] = yn
+                        ZB[jb] = zn
+                    n_acc += 1
+                if m_write > 0 and (k + 1) % m_write == 0 and write < out.shape[0]:
+                    # a writeout: the configuration after every m_write microupdates (m macroupdates)
+                    write_segment(X, Y, Z, out, write, w, 0, t, T)
+                    if hybrid:
+                        write_segment(XB, YB, ZB, out, write, w, K, t, T)
+                    cuda.threadfence_system()
+                    write += 1
+            return n_acc
+
+        @c.jit(**generation_kw)
+        def run_chain(X, Y, Z, XB, YB, ZB, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write,
+                      w):
+            """Walker w's stream in, the persistent loop, the stream and the accept count out."""
+            warp_sums = cuda.shared.array(TWO_SLOTS, dtype=real)
+            draws = cuda.shared.array((PROPOSALS_PER_DRAW, DRAWS_PER_PROPOSAL), dtype=numba.float64)
+            bits = cuda.shared.array((PROPOSALS_PER_DRAW, RAW_PER_PROPOSAL), dtype=u64)
+            st = cuda.local.array((1, 2), u64)
+            st[0, 0] = states[0, w]
+            st[0, 1] = states[1, w]
+            cuda.syncthreads()
+            n_acc = chain(X, Y, Z, XB, YB, ZB, st, real(box), real(inv_box), real(half2), real(b5), n_micro, sigma,
+                          draws, bits, warp_sums, out, m_write, w)
+            cuda.syncthreads()
+            if cuda.threadIdx.x == 0:
+                states[0, w] = st[0, 0]
+                states[1, w] = st[0, 1]
+                accepted[w] += n_acc
+
+        return run_chain
+
+    run_chain = make_chain(False)
+    run_chain_hybrid = make_chain(True)
 
     @c.jit(**kw)
     def copy_in(coords, w, component, A):
@@ -690,7 +732,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         copy_in(coords, w, 0, X)
         copy_in(coords, w, 1, Y)
         copy_in(coords, w, 2, Z)
-        run_chain(X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
+        run_chain(X, Y, Z, X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
         copy_out(X, coords, w, 0)
         copy_out(Y, coords, w, 1)
         copy_out(Z, coords, w, 2)
@@ -705,7 +747,8 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         X, Y = shared[0:N], shared[N:2 * N]
         copy_in(coords, w, 0, X)
         copy_in(coords, w, 1, Y)
-        run_chain(X, Y, coords[w, 2], states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
+        Z = coords[w, 2]
+        run_chain(X, Y, Z, X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
         copy_out(X, coords, w, 0)
         copy_out(Y, coords, w, 1)
 
@@ -713,8 +756,26 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
     def generate_global(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
         """As ``generate_shared`` with the coordinates left in global memory (large N)."""
         w = cuda.blockIdx.x
-        run_chain(coords[w, 0], coords[w, 1], coords[w, 2], states, accepted, box, inv_box, half2, b5, n_micro,
-                  sigma, out, m_write, w)
+        X, Y, Z = coords[w, 0], coords[w, 1], coords[w, 2]
+        run_chain(X, Y, Z, X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
+
+    @c.jit(fastmath=fast)
+    def generate_hybrid(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write, K):
+        """As ``generate_shared`` for atoms 0 … K − 1, whose three coordinates are in shared memory, and
+        ``generate_global`` for the other N − K: for N whose 3N coordinates do not fit, as many atoms
+        as fit are read from shared memory, and the rest (few enough for L1 at N = 10240 in float64)
+        from the chain's slice of global memory."""
+        w = cuda.blockIdx.x
+        shared = cuda.shared.array(0, dtype=real)
+        X, Y, Z = shared[0:K], shared[K:2 * K], shared[2 * K:3 * K]
+        copy_in(coords, w, 0, X)
+        copy_in(coords, w, 1, Y)
+        copy_in(coords, w, 2, Z)
+        run_chain_hybrid(X, Y, Z, coords[w, 0, K:], coords[w, 1, K:], coords[w, 2, K:], states, accepted, box,
+                         inv_box, half2, b5, n_micro, sigma, out, m_write, w)
+        copy_out(X, coords, w, 0)
+        copy_out(Y, coords, w, 1)
+        copy_out(Z, coords, w, 2)
 
     @c.jit
     def energies(coords, box, b5, with_potential, out):
@@ -796,14 +857,15 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             counts[w, k] += hist[k]
 
     return {"generate_shared": generate_shared, "generate_split": generate_split, "generate_global": generate_global,
+            "generate_hybrid": generate_hybrid,
             "energies": energies,
             "pair_histogram": pair_histogram}
 
 
 SHARED_LIMIT_BYTES = 200 * 1024  # leave room below the H100's 227 KB per block
 # coordinate components in shared memory per kind of generation kernel (float64 N ≤ 8533: shared;
-# ≤ 12800: split; float32 twice that)
-SHARED_COMPONENTS = {"shared": 3, "split": 2, "global": 0}
+# ≤ 12800: split; float32 twice that; hybrid: 3 for the first K atoms)
+SHARED_COMPONENTS = {"shared": 3, "split": 2, "hybrid": 3, "global": 0}
 DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
 # the generation kernels' static shared arrays: two sets of block-sum slots (one per warp; consecutive
 # microupdates alternate, so one barrier per microupdate keeps them apart) and one batch of
@@ -814,6 +876,14 @@ PROPOSALS_PER_DRAW = 32
 RAW_PER_PROPOSAL = 6
 DRAWS_PER_PROPOSAL = 5
 STATIC_SHARED_BYTES = 8 * (2 * BLOCK_SUM_SLOTS + PROPOSALS_PER_DRAW * (RAW_PER_PROPOSAL + DRAWS_PER_PROPOSAL))
+# the hybrid kernel's shared atoms fill what an H100 block may opt in to (227 KB) beside the static arrays:
+# float64 K = 9546, so at N = 10240 the other 694 atoms' 16.7 KB fit the 28 KB of L1 that remain
+HYBRID_LIMIT_BYTES = 227 * 1024 - STATIC_SHARED_BYTES
+
+
+def hybrid_atoms(n: int, itemsize: int) -> int:
+    """Atoms whose coordinates the hybrid kernel keeps in shared memory: as many of the N as fit."""
+    return min(int(n), HYBRID_LIMIT_BYTES // (3 * int(itemsize)))
 
 
 def _opt_in_shared(dispatcher, args, nbytes: int):
@@ -837,15 +907,17 @@ class HeliumChains:
 
     positions (W, N, 3) in Å; states (W, 2) uint64 (one xoroshiro128+ stream per chain);
     sigma: Gaussian step per component (Å); dtype float64 or float32; memory "shared" (all coordinates
-    in shared memory during a launch), "split" (x and y there, z in global memory), "global", or "auto"
-    (the first of these whose shared part fits in ``SHARED_LIMIT_BYTES``); min_image, inverse, unroll:
-    forms of the pair loop, see :func:`kernels`.
+    in shared memory during a launch), "split" (x and y there, z in global memory), "hybrid" (the
+    first ``shared_atoms`` atoms there, default :func:`hybrid_atoms`, the rest in global memory),
+    "global", or "auto" (the first of these whose shared part fits in ``SHARED_LIMIT_BYTES``);
+    min_image, inverse, unroll: forms of the pair loop, see :func:`kernels`.
     """
 
     backend = "cuda"
 
     def __init__(self, system, positions, states, sigma: float, threads: int | None = None, dtype=np.float64,
-                 memory: str = "auto", min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None):
+                 memory: str = "auto", min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None,
+                 shared_atoms: int | None = None):
         c = _cuda()
         self.system = system
         self.dtype = np.dtype(dtype)
@@ -856,8 +928,17 @@ class HeliumChains:
             memory = next(m for m, k in SHARED_COMPONENTS.items() if k * N * self.dtype.itemsize <= SHARED_LIMIT_BYTES)
         if memory not in SHARED_COMPONENTS:
             raise ValueError(f"memory must be auto, {', '.join(SHARED_COMPONENTS)}, got {memory!r}")
-        self.shared_bytes = SHARED_COMPONENTS[memory] * N * self.dtype.itemsize
-        if self.shared_bytes > SHARED_LIMIT_BYTES:
+        self.shared_atoms = N
+        if memory == "hybrid":
+            self.shared_atoms = hybrid_atoms(N, self.dtype.itemsize) if shared_atoms is None else int(shared_atoms)
+            if not 1 <= self.shared_atoms <= hybrid_atoms(N, self.dtype.itemsize):
+                raise ValueError(f"shared_atoms must be in [1, {hybrid_atoms(N, self.dtype.itemsize)}] for N = {N}, "
+                                 f"got {shared_atoms!r}")
+        elif shared_atoms is not None:
+            raise ValueError(f"shared_atoms goes with memory hybrid, not {memory!r}")
+        self.shared_bytes = SHARED_COMPONENTS[memory] * self.shared_atoms * self.dtype.itemsize
+        limit = HYBRID_LIMIT_BYTES if memory == "hybrid" else SHARED_LIMIT_BYTES
+        if self.shared_bytes > limit:
             raise ValueError(f"memory {memory}: {SHARED_COMPONENTS[memory]}N coordinates need {self.shared_bytes} B "
                              f"> {SHARED_LIMIT_BYTES} B of shared memory")
         self.memory = memory
@@ -889,7 +970,7 @@ class HeliumChains:
         out = self._no_out if out is None else out
         n_micro = int(n_macro) * self.n_atoms
         args = (self.coords, self.states, *self.constants, n_micro, self.sigma, self.accepted, out,
-                int(m_write) * self.n_atoms)
+                int(m_write) * self.n_atoms) + ((self.shared_atoms,) if self.memory == "hybrid" else ())
         kernel = self._k[f"generate_{self.memory}"]
         if self.shared_bytes + STATIC_SHARED_BYTES > DEFAULT_SHARED_BYTES and not simulated():
             key = type(out).__name__  # a specialisation per array kind (device or mapped)
