@@ -5,6 +5,8 @@ load masking, and helium DMC on the host CPUs. One run on a lent GPU machine.
 Stages (each with a time budget; skipped, never truncated, when the budget is spent; the JSON is
 rewritten after every stage):
 
+  memory    the hybrid kernel (K atoms in shared memory, the rest in global) against the CPU kernel, and
+            its speed against the split and global kernels at N = 10240 and 40960;
   twins     the GPU generation kernel (shared and global memory, float64) against the CPU kernel on
             the same walkers and streams (accept counts, streams, max |Δr|), float32 vs float64,
             the GPU energy kernel against the CPU estimators, g(r) counts;
@@ -715,7 +717,79 @@ def main(argv=None):
             results["dmc"] = rows
             out_path.write_text(json.dumps(results, indent=1, default=float))
 
-    for name, fn in (("peaks", peaks_stage), ("bandwidth", bandwidth), ("variants", variants), ("twins", twins), ("speed", speed), ("error", error),
+    def memory():
+        """The hybrid kernel (the first K atoms in shared memory, the rest in global memory): twins with
+        K below N, then time per macroupdate per chain against the split and global kernels for the
+        N whose 3N coordinates do not fit (the same chains, one run)."""
+        rows = []
+        for n, k_shared in ((20, 12),) if smoke else ((1000, 600), (4096, 3000)):
+            system = helium.Helium(n=n)
+            W = 2 if smoke else 8
+            pos = system.initial_positions(W, np.random.default_rng(n))
+            states = rng.seed_states(n + 1, W)
+            sigma = hc.step_for_acceptance(0.37)
+            cpu = hc.HeliumChainsCPU(system, pos, states, sigma)
+            macro = 1 if smoke or n > 1000 else 3
+            cpu.generate(macro)
+            for threads, unroll in itertools.product((32,) if smoke else (32, 128), hc.UNROLLS):
+                gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory="hybrid", unroll=unroll,
+                                      shared_atoms=k_shared)
+                gpu.generate(macro)
+                rows.append({"n": n, "memory": "hybrid", "shared_atoms": k_shared, "threads": threads, "unroll": unroll,
+                             "macro": macro,
+                             "accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
+                             "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
+                             "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())})
+                log(rows[-1])
+        results["hybrid_twins"] = rows
+        out_path.write_text(json.dumps(results, indent=1, default=float))
+        peaks = peak_flops()
+        results["measured_peak_flops"] = peaks
+        sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
+        plans = {  # (N, dtype): [(memory, threads, unroll, chains per SM)]
+            (10240, "float64"): [("split", 640, 2, 1), ("global", 512, 2, 2)]
+            + [("hybrid", t, 4, 1) for t in (256, 384, 512)] + [("hybrid", t, 2, 1) for t in (512, 1024)],
+            (40960, "float64"): [("global", 512, 2, 2), ("hybrid", 512, 4, 1), ("hybrid", 512, 2, 1), ("hybrid", 1024, 2, 1)],
+            (40960, "float32"): [("global", 1024, 2, 1), ("hybrid", 512, 4, 1), ("hybrid", 512, 2, 1),
+                                 ("hybrid", 1024, 2, 1)],
+        }
+        if smoke:
+            plans = {(40, "float64"): [("split", 32, 2, 1), ("hybrid", 32, 2, 1), ("hybrid", 32, 4, 1)]}
+        if args.sizes:
+            plans = {key: value for key, value in plans.items() if str(key[0]) in args.sizes.split(",")}
+        rows = []
+        for (n, dtype), options in plans.items():
+            for memory, threads, unroll, per_sm in options:
+                if budget.left() < 30 and not smoke:
+                    break
+                extra = {"shared_atoms": 24} if smoke and memory == "hybrid" else {}
+                try:
+                    r = helium4.time_generation(n, per_sm * sms, backend="cuda", n_macro=1, repeats=1 if smoke else 3,
+                                                threads=threads, dtype=np.dtype(dtype), memory=memory, unroll=unroll,
+                                                **extra)
+                except Exception as exc:  # noqa: BLE001  (e.g. too many registers for the block size)
+                    log(f"  n={n} {dtype} {memory} T={threads} unroll={unroll}: {exc!r}"[:300])
+                    continue
+                r.update(dtype=dtype, memory=memory, threads=threads, unroll=unroll,
+                         roofline_fraction=r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[dtype])
+                rows.append(r)
+                log(f"  n={n} {dtype} {memory} T={threads} unroll={unroll} W={r['walkers']}: "
+                    f"{1e3 * r['s_per_macroupdate_per_chain']:.4f} ms/macro/chain, {100 * r['roofline_fraction']:.1f} %")
+                results["memory_modes"] = rows
+                out_path.write_text(json.dumps(results, indent=1, default=float))
+        cpu_rows = []
+        for n in sorted({n for n, _ in plans}):  # the CPU backend in the same run: one core, all cores
+            for threads, walkers in ((1, 1), (cores, cores)):
+                numba.set_num_threads(threads)
+                r = helium4.time_generation(n, walkers, backend="cpu", n_macro=1, repeats=1)
+                r["threads"] = threads
+                cpu_rows.append(r)
+                log(f"  cpu n={n} threads={threads}: {1e3 * r['s_per_macroupdate_per_chain']:.2f} ms/macro/chain")
+            numba.set_num_threads(cores)
+        results["memory_modes_cpu"] = cpu_rows
+
+    for name, fn in (("peaks", peaks_stage), ("bandwidth", bandwidth), ("variants", variants), ("twins", twins), ("memory", memory),
+                     ("speed", speed), ("error", error),
                      ("sample", sample),
                      ("bscan", bscan), ("seqopt", seqopt), ("masking", masking),
                      ("masking_gpu_energy", masking_gpu_energy), ("dmc", dmc)):

@@ -393,8 +393,9 @@ def default_unroll(single: bool, memory: str = "shared") -> int:
     the spread between runs is as large), 6 % slower split at N = 10240 (one block per SM: more
     registers bring no more warps), and 31 % slower in the float64 global-memory kernel at N = 40960
     (h100v7: 72 registers per thread left room for one block of 512 per SM instead of two). In float32
-    four was 0.5 % slower."""
-    return 4 if not single and memory == "shared" else 2
+    four was 0.5 % slower. The float64 hybrid kernel at N = 10240 (one block per SM, 512 threads) is 5 %
+    faster with four (helium_gpu_h100hybrid2_2026-11-26)."""
+    return 4 if not single and memory in ("shared", "hybrid") else 2
 
 
 def default_threads(n: int, single: bool, memory: str = "shared") -> int:
@@ -403,7 +404,9 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
     per block from N = 512 on: shared memory limits the blocks per SM, and its pair loop is bound by
     the latency of dependent FP64 operations at the few warps left (Nsight Compute: 12–15 active warps
     per SM, issue slots 55–64 % busy, where float32 reaches 29 warps and 87 %)."""
-    if memory in ("split", "hybrid"):  # one block per SM: float64 N = 10240 split runs best with 640 threads (h100v9unroll)
+    if memory == "hybrid":  # one block per SM: 512 threads fastest at float64 N = 10240 and float32 N = 40960
+        return 512  # (helium_gpu_h100hybrid2_2026-11-26: 256–1024 scanned)
+    if memory == "split":  # one block per SM: float64 N = 10240 split runs best with 640 threads (h100v9unroll)
         return 1024 if single else 640
     if memory == "global":
         return 1024 if single else 512
@@ -886,6 +889,17 @@ def hybrid_atoms(n: int, itemsize: int) -> int:
     return min(int(n), HYBRID_LIMIT_BYTES // (3 * int(itemsize)))
 
 
+def auto_memory(n: int, itemsize: int) -> str:
+    """Where the generation kernel keeps N atoms' coordinates: all in shared memory while 3N fit in
+    ``SHARED_LIMIT_BYTES``; else hybrid while at least a third of the atoms fit, else global memory.
+    On an H100 (helium_gpu_h100hybrid2_2026-11-26) hybrid beat split by 19 % at float64 N = 10240
+    (93 % of the atoms shared) and global by 27 % at float32 N = 40960 (47 %); at float64 N = 40960
+    (23 %) global was 3 % faster."""
+    if 3 * n * itemsize <= SHARED_LIMIT_BYTES:
+        return "shared"
+    return "hybrid" if 3 * hybrid_atoms(n, itemsize) >= n else "global"
+
+
 def _opt_in_shared(dispatcher, args, nbytes: int):
     """A specialisation of ``dispatcher`` for ``args`` allowed ``nbytes`` of dynamic shared memory.
 
@@ -909,7 +923,7 @@ class HeliumChains:
     sigma: Gaussian step per component (Å); dtype float64 or float32; memory "shared" (all coordinates
     in shared memory during a launch), "split" (x and y there, z in global memory), "hybrid" (the
     first ``shared_atoms`` atoms there, default :func:`hybrid_atoms`, the rest in global memory),
-    "global", or "auto" (the first of these whose shared part fits in ``SHARED_LIMIT_BYTES``);
+    "global", or "auto" (:func:`auto_memory`);
     min_image, inverse, unroll: forms of the pair loop, see :func:`kernels`.
     """
 
@@ -925,7 +939,7 @@ class HeliumChains:
             raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")
         W, N, _ = np.shape(positions)
         if memory == "auto":
-            memory = next(m for m, k in SHARED_COMPONENTS.items() if k * N * self.dtype.itemsize <= SHARED_LIMIT_BYTES)
+            memory = auto_memory(N, self.dtype.itemsize)
         if memory not in SHARED_COMPONENTS:
             raise ValueError(f"memory must be auto, {', '.join(SHARED_COMPONENTS)}, got {memory!r}")
         self.shared_atoms = N
