@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Liquid ⁴He VMC (study 004, McMillan b = 3.07 Å): the measurements behind the canonical-ensemble
-finite-size correction of :func:`qmckit.systems.helium.canonical_correction`. One run on a GPU
-machine (or a small CPU run with --smoke).
+(Lebowitz–Percus) finite-size correction E_N/N = e(ρ) − S(0) ρ ε″(ρ) / (2N), ε = ρ e (issue 5). One run
+on a GPU machine (or a small CPU run with --smoke).
 
 Stages (the JSON is rewritten after each):
 
