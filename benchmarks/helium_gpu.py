@@ -350,17 +350,22 @@ def main(argv=None):
     stages = set(args.stages.split(","))
     cores = os.cpu_count() or 1
 
+    def twin_reference(n):
+        """N atoms, W chains and their streams, and the CPU kernel's chains after the twin runs' macroupdates."""
+        system = helium.Helium(n=n)
+        W = 2 if smoke else 8
+        pos = system.initial_positions(W, np.random.default_rng(n))
+        states = rng.seed_states(n + 1, W)
+        sigma = hc.step_for_acceptance(0.37)
+        cpu = hc.HeliumChainsCPU(system, pos, states, sigma)
+        macro = 1 if smoke or n > 1000 else 3
+        cpu.generate(macro)
+        return system, pos, states, sigma, cpu, macro
+
     def twins():
         rows = []
         for n in ((20,) if smoke else (64, 1000, 4096)):
-            system = helium.Helium(n=n)
-            W = 2 if smoke else 8
-            pos = system.initial_positions(W, np.random.default_rng(n))
-            states = rng.seed_states(n + 1, W)
-            sigma = hc.step_for_acceptance(0.37)
-            cpu = hc.HeliumChainsCPU(system, pos, states, sigma)
-            macro = 1 if smoke or n > 1000 else 3
-            cpu.generate(macro)
+            system, pos, states, sigma, cpu, macro = twin_reference(n)
             for memory, threads, unroll in itertools.product(("shared", "split", "global"), (32,) if smoke else (32, 128),
                                                              hc.UNROLLS):
                 gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory=memory, unroll=unroll)
@@ -723,14 +728,7 @@ def main(argv=None):
         N whose 3N coordinates do not fit (the same chains, one run)."""
         rows = []
         for n, k_shared in ((20, 12),) if smoke else ((1000, 600), (4096, 3000)):
-            system = helium.Helium(n=n)
-            W = 2 if smoke else 8
-            pos = system.initial_positions(W, np.random.default_rng(n))
-            states = rng.seed_states(n + 1, W)
-            sigma = hc.step_for_acceptance(0.37)
-            cpu = hc.HeliumChainsCPU(system, pos, states, sigma)
-            macro = 1 if smoke or n > 1000 else 3
-            cpu.generate(macro)
+            system, pos, states, sigma, cpu, macro = twin_reference(n)
             for threads, unroll in itertools.product((32,) if smoke else (32, 128), hc.UNROLLS):
                 gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory="hybrid", unroll=unroll,
                                       shared_atoms=k_shared)
