@@ -2,8 +2,14 @@
 """Merge the recorded device runs of ``benchmarks/helium_gpu.py`` into ``data/helium4_recorded.json``
 (what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
-Inputs (benchmarks/results/, all from one NVIDIA H100 80GB HBM3 with 16 host cores):
-  helium_gpu_h100v11_2026-11-23.json        twins, speed, time-to-error, pair-loop variants with their SASS
+Inputs (benchmarks/results/, all from NVIDIA H100 80GB HBM3 machines with 16 host cores):
+  helium_gpu_h100v12_2026-11-26.json        twins (with the hybrid kernel's), speed N = 64 … 40960 with the CPU
+                                            of the same host, FMA probes, the memory modes at N = 10240 and
+                                            40960 (hybrid: as many atoms as fit in shared memory, the rest in
+                                            global memory; auto picks it where a third of the atoms fit)
+  helium_finite_size_h100_2026-11-26.json   E, V, T against ρ (N = 1000) and N (ρ₀), S(k) at small k: the
+                                            canonical-ensemble finite-size correction
+  helium_gpu_h100v11_2026-11-23.json        time-to-error, pair-loop variants with their SASS
                                             counts, FMA probes (current kernel: folded minimum images, w(r) =
                                             r⁻⁵ + (L − r)⁻⁵ from rsqrt with a clamp as cut-off and scaled once
                                             after the block sum; in float64 the fold and clamp by high-word
@@ -40,6 +46,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from qmckit.backends.helium_chains import auto_memory, hybrid_atoms  # noqa: E402
 from qmckit.perf import fit_a_plus_b_over_m, fit_masked_threshold  # noqa: E402
 from qmckit.stats import extrapolate  # noqa: E402
 from qmckit.studies import helium4  # noqa: E402
@@ -104,23 +111,24 @@ def memory_roof(speed: list, dtype: str) -> dict:
 
 
 def build() -> dict:
-    main, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100v11_2026-11-23", "helium_gpu_sample_h100_2026-11-22", "helium_gpu_h100v3masking_2026-11-23",
-        "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
+    main, speed_run, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
+        "helium_gpu_h100v11_2026-11-23", "helium_gpu_h100v12_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
+        "helium_gpu_h100v3masking_2026-11-23", "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
     seq = load("helium_gpu_h100_seqopt_2026-11-22.json")["sequential_optimum"]
     seq = seq | fit_sequential_optimum(seq)
     # the faster FMA probe (the run's own speed stage divided by numba's, which is loop-bound in float32)
-    peaks = {k: max(v["numba"]["flops"], (v["cuda_c"] or {}).get("flops", 0.0)) for k, v in main["fma_probes"].items()}
+    peaks = {k: max(v["numba"]["flops"], (v["cuda_c"] or {}).get("flops", 0.0)) for k, v in speed_run["fma_probes"].items()}
     speed = []
-    cpu = {(r["n"], r["threads"]): r for r in main["speed"]["cpu"]}
+    cpu = {(r["n"], r["threads"]): r for r in speed_run["speed"]["cpu"] + speed_run["memory_modes_cpu"]}
     for dtype in ("float64", "float32"):
-        for r in main["speed"]["gpu"]:
+        for r in speed_run["speed"]["gpu"]:
             if r["dtype"] != dtype:
                 continue
             one, full = cpu.get((r["n"], 1)), cpu.get((r["n"], 16))
             speed.append({"n": r["n"], "dtype": dtype, "walkers": r["walkers"], "threads": r["threads"],
+                          "memory": auto_memory(r["n"], 4 if dtype == "float32" else 8),
                           "ms_per_macroupdate_per_chain": 1e3 * r["s_per_macroupdate_per_chain"],
                           "pair_evaluations_per_s": r["pair_evaluations_per_s"],
                           "fraction_measured_peak": r["pair_evaluations_per_s"] * 30 / peaks[dtype],
@@ -171,9 +179,14 @@ def build() -> dict:
         b_fit[key] = (target - intercept) / slope
     return {
         "source": "benchmarks/helium_report.py from benchmarks/results/helium_*_2026-11-2[23].json",
-        "device": main["device"]["name"], "host_cpu": main["cpu"], "date": main["date"],
+        "device": speed_run["device"]["name"], "host_cpu": speed_run["cpu"], "date": speed_run["date"],
         "measured_peak_flops": peaks, "nominal_peak_flops": NOMINAL_PEAK, "flop_per_pair_evaluation": 30,
-        "twins": main["twins"], "speed": speed,
+        "twins": speed_run["twins"] + speed_run["hybrid_twins"], "speed": speed,
+        "memory_modes": [{k: r[k] for k in ("n", "dtype", "memory", "threads", "unroll", "walkers")}
+                         | {"ms_per_macroupdate_per_chain": 1e3 * r["s_per_macroupdate_per_chain"],
+                            "fraction_measured_peak": r["pair_evaluations_per_s"] * 30 / peaks[r["dtype"]]}
+                         for r in speed_run["memory_modes"]],
+        "finite_size": load("helium_finite_size_h100_2026-11-26.json"),
         "time_to_error": [{k: r.get(k) for k in ("n", "walkers", "backend", "m", "dtype", "threads", "t_sigma2_s_mK2",
                                                   "wall_s", "t_generate_s", "t_analyse_s")}
                           | {"energy_per_particle": [r["energy_per_particle"]["mean"], r["energy_per_particle"]["error"],
@@ -198,7 +211,9 @@ def build() -> dict:
         "fma_probes": main["fma_probes"],
         "dmc": {"tail_corrected": True, "walkers": 512, "n": dmc},
         "sequential_optimum": seq,
-        "memory_roof_n40960": {dtype: memory_roof(speed, dtype) for dtype in ("float32", "float64")},
+        # float64 only: float32 N = 40960 runs hybrid since 2026-11-26 (half its atoms from shared memory), at
+        # 31 % of the FMA peak; the float32 Nsight Compute counters are of the global-memory kernel
+        "memory_roof_n40960": {"float64": memory_roof(speed, "float64")},
     }
 
 
@@ -210,11 +225,12 @@ def roofline_summary(d: dict) -> str:
         met = [r["n"] for r in rows if r["fraction_measured_peak"] >= 0.3]
         big = rows[-1]
         fractions = ", ".join(f"{r['n']}: {100 * r['fraction_measured_peak']:.0f} %" for r in rows if r["n"] >= 512)
+        shared = hybrid_atoms(big["n"], size) / big["n"] if big["memory"] == "hybrid" else 0.0
         lines.append(f"{dtype}: {fractions}; ≥ 30 % of the measured peak at N = {', '.join(map(str, met)) or 'none'}. "
-                     f"At N = {big['n']} the coordinates live in global memory: every microupdate reads the chain's "
-                     f"{3 * size} B per atom through L1 and L2, {big['pair_evaluations_per_s'] / 2 * 3 * size / 1e12:.1f} "
-                     "TB/s requested over the GPU.")
-    for dtype, size in (("float32", 4), ("float64", 8)):
+                     f"At N = {big['n']} ({big['memory']} kernel) {100 * (1 - shared):.0f} % of the atoms live in global "
+                     f"memory: every microupdate reads their {3 * size} B per atom through L1 and L2, "
+                     f"{big['pair_evaluations_per_s'] / 2 * 3 * size * (1 - shared) / 1e12:.1f} TB/s requested over the GPU.")
+    for dtype, size in (("float64", 8),):
         roof = d["memory_roof_n40960"][dtype]
         lines.append(
             f"On the memory side ({dtype}, N = {roof['n']}, {roof['chains']} chains of {roof['threads']} threads): Nsight "
@@ -251,17 +267,19 @@ def markdown(d: dict) -> str:
         f"N = {r['n']}: max abs Δr {r['float32_max_dpos']:.1e} Å, {r['float32_accept_mismatch']} accept mismatches; "
         f"energy kernel vs CPU estimators {r['energy_max_rel']:.1e} relative" for r in d["twins"] if "float32_max_dpos" in r),
         "", "## Generation speed: time per macroupdate per chain (best chain count and block size)", "",
-        "| N | dtype | chains | threads | GPU ms | pair eval/s | % measured peak | % nominal peak | CPU 1 thread ms | "
+        "| N | dtype | memory | chains | threads | GPU ms | pair eval/s | % measured peak | % nominal peak | CPU 1 thread ms | "
         "CPU 16 threads ms | GPU / 1 thread | GPU / 16 threads |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(d["speed"], key=lambda r: (r["n"], r["dtype"])):
         one, full = r["cpu_1_thread_ms"], r["cpu_16_threads_ms"]
         ratio = lambda c: f"{c / r['ms_per_macroupdate_per_chain']:.0f}×" if c else "–"  # noqa: E731
-        out.append(f"| {r['n']} | {r['dtype']} | {r['walkers']} | {r['threads']} | {r['ms_per_macroupdate_per_chain']:.4g} | "
+        out.append(f"| {r['n']} | {r['dtype']} | {r['memory']} | {r['walkers']} | {r['threads']} | "
+                   f"{r['ms_per_macroupdate_per_chain']:.4g} | "
                    f"{r['pair_evaluations_per_s']:.3e} | {100 * r['fraction_measured_peak']:.1f} | "
                    f"{100 * r['fraction_nominal_peak']:.1f} | {one:.4g} | {full:.4g} | {ratio(one)} | {ratio(full)} |"
                    if one else
-                   f"| {r['n']} | {r['dtype']} | {r['walkers']} | {r['threads']} | {r['ms_per_macroupdate_per_chain']:.4g} | "
+                   f"| {r['n']} | {r['dtype']} | {r['memory']} | {r['walkers']} | {r['threads']} | "
+                   f"{r['ms_per_macroupdate_per_chain']:.4g} | "
                    f"{r['pair_evaluations_per_s']:.3e} | {100 * r['fraction_measured_peak']:.1f} | "
                    f"{100 * r['fraction_nominal_peak']:.1f} | – | – | – | – |")
     best_40960 = min((r for r in d["speed"] if r["n"] == 40960), key=lambda r: r["ms_per_macroupdate_per_chain"])
@@ -269,7 +287,15 @@ def markdown(d: dict) -> str:
             "where starting the thread pool costs more than the work.)", "",
             f"N = 40960: {best_40960['ms_per_macroupdate_per_chain']:.1f} ms per macroupdate per chain "
             f"({best_40960['dtype']}); study 004's K20: 418 ms ({418 / best_40960['ms_per_macroupdate_per_chain']:.0f}× faster). "
-            "Goal ≤ 10 ms.", "", roofline_summary(d), "", "## Time to error: t σ² of E/N (tail corrected), analysis every m macroupdates", "",
+            "Goal ≤ 10 ms.", "", roofline_summary(d), "",
+            "## Where the coordinates live, N = 10240 and 40960 (same run; hybrid: the first "
+            f"{hybrid_atoms(10240, 8)} (float64) or {hybrid_atoms(40960, 4)} (float32) atoms in shared memory)", "",
+            "| N | dtype | memory | threads | atoms per trip | chains | ms per macroupdate per chain | % measured peak |",
+            "|---:|---|---|---:|---:|---:|---:|---:|"]
+    for r in d["memory_modes"]:
+        out.append(f"| {r['n']} | {r['dtype']} | {r['memory']} | {r['threads']} | {r['unroll']} | {r['walkers']} | "
+                   f"{r['ms_per_macroupdate_per_chain']:.4g} | {100 * r['fraction_measured_peak']:.1f} |")
+    out += ["", "## Time to error: t σ² of E/N (tail corrected), analysis every m macroupdates", "",
             "| N | backend | dtype | chains | m | E/N (K) | τ (analyses) | t σ² (s·mK²) |", "|---:|---|---|---:|---:|---|---:|---:|"]
     for r in d["time_to_error"]:
         e = r["energy_per_particle"]
@@ -390,7 +416,7 @@ def main():
     data = build()
     (REPO / "data" / "helium4_recorded.json").write_text(json.dumps(data, indent=1, default=float))
     text = markdown(data)
-    (RESULTS / "helium_gpu_h100_2026-11-23.md").write_text(text)
+    (RESULTS / "helium_gpu_h100_2026-11-26.md").write_text(text)
     print(text)
 
 

@@ -163,3 +163,22 @@ def test_cli_json_and_errors():
         res = _cli(*args)
         lines = [l for l in res.stderr.splitlines() if l.strip()]
         assert res.returncode == 2 and len(lines) == 1 and flag in lines[0] and "Traceback" not in res.stderr
+
+
+def test_sample_run_comparison_carries_the_rounding_of_b():
+    from qmckit.studies import helium4
+
+    # a scan where V/N and T/N are straight lines in b with slopes ∓15 K/Å, E/N flat
+    scan = [{"b": b, "energy_per_particle": [-5.8, 1e-3], "potential_energy_per_particle": [-20.97 - 15 * (b - 3.07), 1e-3],
+             "kinetic_energy_per_particle": [15.17 + 15 * (b - 3.07), 1e-3]} for b in (3.055, 3.065, 3.07, 3.075, 3.085)]
+    slopes = helium4.b_slopes(scan)
+    assert abs(slopes["potential_energy_per_particle"] + 15) < 1e-9 and abs(slopes["kinetic_energy_per_particle"] - 15) < 1e-9
+    assert abs(slopes["energy_per_particle"]) < 1e-9
+    result = {"estimates": {name: {"mean": row[0], "error": 5e-4} for name, row in scan[2].items() if name != "b"}}
+    plain = {r["observable"]: r for r in helium4.compare_sample_run(result)}
+    rounded = {r["observable"]: r for r in helium4.compare_sample_run(result, slopes)}
+    sd_b = 0.005 / math.sqrt(3)
+    for name in ("potential_energy_per_particle", "kinetic_energy_per_particle"):
+        assert math.isclose(rounded[name]["published_error"], math.hypot(plain[name]["published_error"], 15 * sd_b))
+        assert abs(rounded[name]["pull"]) < abs(plain[name]["pull"])
+    assert rounded["energy_per_particle"]["published_error"] == plain["energy_per_particle"]["published_error"]

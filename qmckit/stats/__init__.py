@@ -13,11 +13,14 @@ from .autocorr import autocorrelation, integrated_autocorr_time
 from .blocking import ReblockTable, estimate, jonsson_block, optimal_block, reblock
 from .estimate import Estimate, format_value_error
 from .extrapolate import Extrapolation, best_extrapolation, extrapolate, plot_extrapolation
+from .finite_size import canonical_shift, density_curvature, structure_factor_at_zero
 
 __all__ = [
     "Estimate",
     "Extrapolation",
     "best_extrapolation",
+    "canonical_shift",
+    "density_curvature",
     "extrapolate",
     "plot_extrapolation",
     "ReblockTable",
@@ -28,4 +31,5 @@ __all__ = [
     "jonsson_block",
     "optimal_block",
     "reblock",
+    "structure_factor_at_zero",
 ]

@@ -108,12 +108,37 @@ def sample_run(backend: str = "cpu", walkers: int = 16, analyses: int = 2000, m:
             "t_analyse_s": run["t_analyse_s"]}
 
 
-def compare_sample_run(result: dict) -> list[dict]:
-    """Rows (observable, qmckit, published, pull in combined σ) for a :func:`sample_run` result."""
+# the study prints b as 0.307 nm, three digits: every b in [3.065, 3.075) Å prints so. As an input
+# uncertainty that is uniform, with standard deviation 0.005 Å/√3.
+B_ROUNDING_SD = 0.005 / math.sqrt(3)
+SAMPLE_OBSERVABLES = ("energy_per_particle", "potential_energy_per_particle", "kinetic_energy_per_particle")
+
+
+def b_slopes(scan: list[dict], b0: float = 3.07) -> dict:
+    """dO/db at ``b0`` in K/Å for E/N, V/N, T/N: the derivative of a weighted quadratic in b through a b scan
+    (rows with "b" and [mean, error] per observable, e.g. ``helium4_recorded.json["sample_b_scan"]``)."""
+    bs = np.array([row["b"] for row in scan])
+    slopes = {}
+    for name in SAMPLE_OBSERVABLES:
+        values, errors = (np.array([row[name][i] for row in scan]) for i in (0, 1))
+        coefficients = np.polyfit(bs, values, 2, w=1.0 / errors)
+        slopes[name] = float(np.polyval(np.polyder(coefficients), b0))
+    return slopes
+
+
+def compare_sample_run(result: dict, slopes: dict | None = None) -> list[dict]:
+    """Rows (observable, qmckit, published, pull in combined σ) for a :func:`sample_run` result.
+
+    The published uncertainty is the spread of e.dat's three printed rows over √3; with ``slopes``
+    (dO/db in K/Å, :func:`b_slopes`) it also carries the rounding of the printed b (σ_b |dO/db|,
+    σ_b = :data:`B_ROUNDING_SD`): V/N and T/N move with b by ±15 K/Å where E/N is stationary.
+    """
     rows = []
-    for name in ("energy_per_particle", "potential_energy_per_particle", "kinetic_energy_per_particle"):
+    for name in SAMPLE_OBSERVABLES:
         mean, sd = PUBLISHED["sample_run"][name]
         published_error = sd / math.sqrt(3)  # the mean of the three printed rows
+        if slopes is not None:
+            published_error = math.hypot(published_error, B_ROUNDING_SD * slopes[name])
         est = result["estimates"][name]
         pull = (est["mean"] - mean) / math.hypot(est["error"], published_error)
         rows.append({"observable": name, "mean": est["mean"], "error": est["error"], "published": mean,
