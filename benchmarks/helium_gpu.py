@@ -5,6 +5,8 @@ load masking, and helium DMC on the host CPUs. One run on a lent GPU machine.
 Stages (each with a time budget; skipped, never truncated, when the budget is spent; the JSON is
 rewritten after every stage):
 
+  packed    the packed kernel (G lanes per chain, several chains per warp) against the CPU kernel, and its
+            speed against the one-chain-per-block shared kernel for N = 64 … 1000;
   memory    the hybrid kernel (K atoms in shared memory, the rest in global) against the CPU kernel, and
             its speed against the split and global kernels at N = 10240 and 40960;
   twins     the GPU generation kernel (shared and global memory, float64) against the CPU kernel on
@@ -403,8 +405,8 @@ def main(argv=None):
                 best = None
                 if smoke:
                     plans = [(2, 32)]
-                elif n <= 1952:
-                    plans = [(sms * k, t) for k in (8, 16, 32) for t in (32, 64, 128, 256) if t <= max(64, n // 2)]
+                elif n <= 1952:  # up to 128 chains per SM: packed blocks (small N) hold many chains
+                    plans = [(sms * k, t) for k in (8, 32, 128) for t in (32, 64, 128, 256)]
                 elif n <= 10240:
                     plans = [(sms * k, t) for k in (1, 2, 4) for t in (256, 512, 640, 1024)]
                 else:
@@ -417,6 +419,7 @@ def main(argv=None):
                         log(f"  n={n} W={walkers} T={threads} {np.dtype(dtype).name}: {exc!r}")
                         continue
                     r["dtype"] = np.dtype(dtype).name
+                    r["memory"] = hc.auto_memory(n, np.dtype(dtype).itemsize)
                     r["roofline_fraction"] = r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[r["dtype"]]
                     if best is None or r["s_per_macroupdate_per_chain"] < best["s_per_macroupdate_per_chain"]:
                         best = r
@@ -786,7 +789,61 @@ def main(argv=None):
             numba.set_num_threads(cores)
         results["memory_modes_cpu"] = cpu_rows
 
-    for name, fn in (("peaks", peaks_stage), ("bandwidth", bandwidth), ("variants", variants), ("twins", twins), ("memory", memory),
+    def packed():
+        """The packed kernel (G lanes per chain, 32/G chains per warp) for small N: twins against the CPU
+        kernel, then time per macroupdate per chain over lanes and block sizes against the one-chain-per-
+        block shared kernel in the same run."""
+        rows = []
+        for n in ((20,) if smoke else (64, 256)):
+            system, pos, states, sigma, cpu, macro = twin_reference(n)
+            W = len(pos)
+            for threads, lanes, unroll in ((32, 4, 2),) if smoke else itertools.product((32, 128), (4, 8), hc.UNROLLS):
+                if W % (threads // lanes):
+                    continue
+                gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory="packed", lanes=lanes,
+                                      unroll=unroll)
+                gpu.generate(macro)
+                rows.append({"n": n, "memory": "packed", "lanes": lanes, "threads": threads, "unroll": unroll,
+                             "macro": macro,
+                             "accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
+                             "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
+                             "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())})
+                log(rows[-1])
+        results["packed_twins"] = rows
+        out_path.write_text(json.dumps(results, indent=1, default=float))
+        peaks = peak_flops()
+        sms = 2 if smoke else cuda.get_current_device().MULTIPROCESSOR_COUNT
+        sizes = (20,) if smoke else (64, 128, 256, 512, 1000)
+        rows = []
+        for n in sizes:
+            for dtype in ("float64", "float32"):
+                plans = [("shared", 32, None, 32), ("shared", 32, None, 128)]  # (memory, threads, lanes, chains per SM)
+                plans += [("packed", t, g, 128) for g in (4, 8, 16, 32) for t in (64, 128, 256)
+                          if 4 * g <= n <= 64 * g]
+                if smoke:
+                    plans = [("shared", 32, None, 1), ("packed", 32, 4, 8)]
+                for memory, threads, lanes, per_sm in plans:
+                    if budget.left() < 20 and not smoke:
+                        break
+                    extra = {"lanes": lanes} if lanes else {}
+                    n_macro = 1 if smoke else max(1, int(4e9 / (2.0 * n * n * sms * per_sm)))
+                    try:
+                        r = helium4.time_generation(n, per_sm * sms, backend="cuda", n_macro=n_macro,
+                                                    repeats=1 if smoke else 3, threads=threads, dtype=np.dtype(dtype),
+                                                    memory=memory, **extra)
+                    except Exception as exc:  # noqa: BLE001
+                        log(f"  n={n} {dtype} {memory} T={threads} lanes={lanes}: {exc!r}"[:300])
+                        continue
+                    r.update(dtype=dtype, memory=memory, threads=threads, lanes=lanes,
+                             roofline_fraction=r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[dtype])
+                    rows.append(r)
+                    log(f"  n={n} {dtype} {memory} T={threads} lanes={lanes} W={r['walkers']}: "
+                        f"{1e3 * r['s_per_macroupdate_per_chain']:.5f} ms/macro/chain, {100 * r['roofline_fraction']:.1f} %")
+                results["packed_modes"] = rows
+                out_path.write_text(json.dumps(results, indent=1, default=float))
+
+    for name, fn in (("peaks", peaks_stage), ("bandwidth", bandwidth), ("variants", variants), ("twins", twins),
+                     ("packed", packed), ("memory", memory),
                      ("speed", speed), ("error", error),
                      ("sample", sample),
                      ("bscan", bscan), ("seqopt", seqopt), ("masking", masking),

@@ -35,8 +35,10 @@ def _helium_gpu():
     return module
 
 
-def sass_text(single: bool, min_image: str, inverse: str, unroll: int, keep: Path | None = None) -> str:
-    """nvdisasm's text of ``generate_shared`` for one form, compiled for sm_90 on this machine."""
+def sass_text(single: bool, min_image: str, inverse: str, unroll: int, keep: Path | None = None,
+              kernel_name: str = "generate_shared") -> str:
+    """nvdisasm's text of ``kernel_name`` (a generation kernel of helium_chains) for one form, compiled for
+    sm_90 on this machine."""
     warnings.filterwarnings("ignore", message="Cannot determine the NVRTC version")  # the wheel's file name
     from numba import cuda, types as nt
     import numba.cuda.dispatcher as dispatcher
@@ -48,12 +50,14 @@ def sass_text(single: bool, min_image: str, inverse: str, unroll: int, keep: Pat
     real = nt.float32 if single else nt.float64
     signature = (real[:, :, ::1], nt.uint64[:, ::1], nt.float64, nt.float64, nt.float64, nt.float64, nt.int64,
                  nt.float64, nt.int64[::1], real[:, :, :, ::1], nt.int64)
-    kernel = hc.kernels(single, min_image, inverse, unroll)["generate_shared"]
+    if kernel_name in ("generate_hybrid", "generate_packed"):
+        signature += (nt.int64,)  # shared atoms K, or lanes per chain G
+    kernel = hc.kernels(single, min_image, inverse, unroll)[kernel_name]
     ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=single)
     with tempfile.TemporaryDirectory() as tmp:
         folder = keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        stem = folder / f"{'f32' if single else 'f64'}_{min_image}_{inverse}_{unroll}"
+        stem = folder / f"{kernel_name}_{'f32' if single else 'f64'}_{min_image}_{inverse}_{unroll}"
         stem.with_suffix(".ptx").write_text(ptx)
         ptxas = Path(os.environ.get("CUDA_HOME", "")) / "bin" / "ptxas"
         subprocess.run([str(ptxas) if ptxas.exists() else "ptxas", "-arch=sm_90", "-O3", str(stem.with_suffix(".ptx")),
@@ -67,6 +71,7 @@ def main(argv=None):
     ap.add_argument("--forms", default="f32:fold/rsqrt/2,f32:fold/rsqrt/4,f64:fold_select/rsqrt/2,f64:fold_select/rsqrt/4",
                     help="dtype:min_image/inverse/unroll, comma-separated (helium_chains.kernels)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the PTX and cubin files in this folder")
+    ap.add_argument("--kernel", default="generate_shared", help="generate_shared, _split, _global, _hybrid or _packed")
     args = ap.parse_args(argv)
     hg = _helium_gpu()
     print("| form | instructions per trip | pair evaluations per trip | per evaluation | on the FP64 pipe |")
@@ -74,7 +79,7 @@ def main(argv=None):
     for form in args.forms.split(","):
         dtype, _, rest = form.partition(":")
         min_image, inverse, unroll = rest.split("/")
-        text = sass_text(dtype == "f32", min_image, inverse, int(unroll), args.keep)
+        text = sass_text(dtype == "f32", min_image, inverse, int(unroll), args.keep, args.kernel)
         loop = hg.pair_loop(hg.sass_instructions(text), 2 * int(unroll))
         if "error" in loop:
             print(f"| {form} | {loop['error']} | | | |")

@@ -51,6 +51,23 @@ def _child() -> dict:
     big_system, big_positions, big_states = _start(n=N_UNROLLED, walkers=1)
     big_cpu = hc.HeliumChainsCPU(big_system, big_positions, big_states, SIGMA)
     big_cpu.generate(1)
+    # the packed kernel: 8 chains of 4 lanes in one warp, with writeouts every macroupdate
+    many_system, many_positions, many_states = _start(walkers=8)
+    many_cpu = hc.HeliumChainsCPU(many_system, many_positions, many_states, SIGMA)
+    many_cpu.generate(MACRO)
+    packed = hc.HeliumChains(many_system, many_positions, many_states, SIGMA, threads=32, memory="packed", lanes=4)
+    packed_slots = cuda.to_device(np.full((MACRO, 8, 3, N_ATOMS), -1.0))
+    packed.generate(MACRO, out=packed_slots, m_write=1)
+    out["runs"]["packed"] = {
+        "max_dpos": float(np.abs(packed.positions() - many_cpu.positions()).max()),
+        "states_equal": bool(np.array_equal(packed.states_to_host(), many_cpu.states)),
+        "accepted_gpu": packed.accepted.copy_to_host().tolist(), "accepted_cpu": many_cpu.accepted.tolist()}
+    # auto: packed when the walkers fill whole blocks (8 chains of 8 lanes in 64 threads), else shared
+    out["auto_layouts"] = [(c.memory, c.threads, c.lanes) for c in (
+        hc.HeliumChains(many_system, many_positions, many_states, SIGMA),
+        hc.HeliumChains(system, positions, states, SIGMA))]
+    out["packed_last_writeout_dpos"] = float(np.abs(packed_slots.copy_to_host()[-1].transpose(0, 2, 1)
+                                                    - many_cpu.positions()).max())
     for name, chains, ref, macro, options in (
             ("shared", (system, positions, states), cpu, MACRO, {"memory": "shared"}),
             ("hybrid", (system, positions, states), cpu, MACRO, {"memory": "hybrid", "shared_atoms": 12}),
@@ -245,12 +262,23 @@ def test_bad_options_raise_clear_errors():
     system, positions, states = _start()
     with pytest.raises(ValueError, match="threads"):
         hc.HeliumChains(system, positions, states, SIGMA, threads=48)
-    with pytest.raises(ValueError, match="memory must be auto, shared, split, hybrid, global"):
+    with pytest.raises(ValueError, match="memory must be auto, shared, split, hybrid, packed, global"):
         hc.HeliumChains(system, positions, states, SIGMA, memory="texture")
     with pytest.raises(ValueError, match=r"shared_atoms must be in \[1, 20\]"):
         hc.HeliumChains(system, positions, states, SIGMA, memory="hybrid", shared_atoms=21)
     with pytest.raises(ValueError, match="shared_atoms goes with memory hybrid"):
         hc.HeliumChains(system, positions, states, SIGMA, memory="shared", shared_atoms=10)
+    with pytest.raises(ValueError, match="walkers must be a multiple of the 8 chains per block"):
+        hc.HeliumChains(system, positions, states, SIGMA, threads=32, memory="packed", lanes=4)
+    with pytest.raises(ValueError, match="lanes must be a power of two"):
+        hc.HeliumChains(system, positions, states, SIGMA, memory="packed", lanes=3)
+
+
+def test_auto_packs_small_systems_when_the_walkers_fill_whole_blocks(sim):
+    assert [tuple(x) for x in sim["auto_layouts"]] == [("packed", 64, 8), ("shared", 32, None)]
+    assert hc.auto_memory(64, 8) == "packed" and hc.auto_memory(128, 8) == "shared"
+    assert hc.auto_memory(256, 4) == "packed" and hc.auto_memory(512, 4) == "shared"
+    assert hc.default_lanes(64, single=False) == 8 and hc.default_lanes(64, single=True) == 4
 
 
 def test_hybrid_kernel_keeps_as_many_atoms_in_shared_memory_as_fit():
@@ -263,7 +291,7 @@ def test_hybrid_kernel_keeps_as_many_atoms_in_shared_memory_as_fit():
 # --------------------------------------------------------------------------------------------
 # GPU kernels: twins under the simulator
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("case", ["shared", "hybrid", "split_unroll4"])
+@pytest.mark.parametrize("case", ["shared", "hybrid", "split_unroll4", "packed"])
 def test_gpu_generation_equals_cpu_twin(sim, case):
     run = sim["runs"][case]
     assert run["accepted_gpu"] == run["accepted_cpu"]
@@ -277,6 +305,7 @@ def test_gpu_float32_stays_close_to_float64(sim):
 
 def test_writeouts_hold_the_configuration_after_each_macroupdate(sim):
     assert max(sim["writeout_dpos"]) < 1e-12
+    assert sim["packed_last_writeout_dpos"] < 1e-12
 
 
 def test_gpu_energy_kernel_equals_cpu_estimators(sim):

@@ -395,7 +395,7 @@ def default_unroll(single: bool, memory: str = "shared") -> int:
     (h100v7: 72 registers per thread left room for one block of 512 per SM instead of two). In float32
     four was 0.5 % slower. The float64 hybrid kernel at N = 10240 (one block per SM, 512 threads) is 5 %
     faster with four (helium_gpu_h100hybrid2_2026-11-26)."""
-    return 4 if not single and memory in ("shared", "hybrid") else 2
+    return 4 if not single and memory in ("shared", "hybrid", "packed") else 2
 
 
 def default_threads(n: int, single: bool, memory: str = "shared") -> int:
@@ -404,6 +404,8 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
     per block from N = 512 on: shared memory limits the blocks per SM, and its pair loop is bound by
     the latency of dependent FP64 operations at the few warps left (Nsight Compute: 12–15 active warps
     per SM, issue slots 55–64 % busy, where float32 reaches 29 warps and 87 %)."""
+    if memory == "packed":  # 256 fastest or within 1 % for N ≤ 256 (helium_gpu_h100packed_2026-11-26)
+        return 256
     if memory == "hybrid":  # one block per SM: 512 threads fastest at float64 N = 10240 and float32 N = 40960
         return 512  # (helium_gpu_h100hybrid2_2026-11-26: 256–1024 scanned)
     if memory == "split":  # one block per SM: float64 N = 10240 split runs best with 640 threads (h100v9unroll)
@@ -481,6 +483,8 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
     uniform_from_bits = cuda_rng.uniform_from_bits
     box_muller = cuda_rng.box_muller
     real = numba.float32 if single else numba.float64
+    SIZE = 4 if single else 8  # bytes per coordinate
+    SIMULATED = simulated()  # a compile-time constant in the kernels
     u64 = numba.uint64
     u32 = numba.uint32
     FULL = 0xFFFFFFFF
@@ -714,15 +718,15 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
     run_chain_hybrid = make_chain(True)
 
     @c.jit(**kw)
-    def copy_in(coords, w, component, A):
-        """A[i] = coords[w, component, i], the block's threads striding over i (no barrier)."""
-        for i in range(cuda.threadIdx.x, A.shape[0], cuda.blockDim.x):
+    def copy_in(coords, w, component, A, t, T):
+        """A[i] = coords[w, component, i], threads t of T striding over i (no barrier)."""
+        for i in range(t, A.shape[0], T):
             A[i] = coords[w, component, i]
 
     @c.jit(**kw)
-    def copy_out(A, coords, w, component):
-        """coords[w, component, i] = A[i], the block's threads striding over i (no barrier)."""
-        for i in range(cuda.threadIdx.x, A.shape[0], cuda.blockDim.x):
+    def copy_out(A, coords, w, component, t, T):
+        """coords[w, component, i] = A[i], threads t of T striding over i (no barrier)."""
+        for i in range(t, A.shape[0], T):
             coords[w, component, i] = A[i]
 
     @c.jit(fastmath=fast)
@@ -732,13 +736,13 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         N = coords.shape[2]
         shared = cuda.shared.array(0, dtype=real)
         X, Y, Z = shared[0:N], shared[N:2 * N], shared[2 * N:3 * N]
-        copy_in(coords, w, 0, X)
-        copy_in(coords, w, 1, Y)
-        copy_in(coords, w, 2, Z)
+        copy_in(coords, w, 0, X, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_in(coords, w, 1, Y, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_in(coords, w, 2, Z, cuda.threadIdx.x, cuda.blockDim.x)
         run_chain(X, Y, Z, X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
-        copy_out(X, coords, w, 0)
-        copy_out(Y, coords, w, 1)
-        copy_out(Z, coords, w, 2)
+        copy_out(X, coords, w, 0, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_out(Y, coords, w, 1, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_out(Z, coords, w, 2, cuda.threadIdx.x, cuda.blockDim.x)
 
     @c.jit(fastmath=fast)
     def generate_split(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
@@ -748,12 +752,12 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         N = coords.shape[2]
         shared = cuda.shared.array(0, dtype=real)
         X, Y = shared[0:N], shared[N:2 * N]
-        copy_in(coords, w, 0, X)
-        copy_in(coords, w, 1, Y)
+        copy_in(coords, w, 0, X, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_in(coords, w, 1, Y, cuda.threadIdx.x, cuda.blockDim.x)
         Z = coords[w, 2]
         run_chain(X, Y, Z, X, Y, Z, states, accepted, box, inv_box, half2, b5, n_micro, sigma, out, m_write, w)
-        copy_out(X, coords, w, 0)
-        copy_out(Y, coords, w, 1)
+        copy_out(X, coords, w, 0, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_out(Y, coords, w, 1, cuda.threadIdx.x, cuda.blockDim.x)
 
     @c.jit(fastmath=fast)
     def generate_global(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write):
@@ -771,14 +775,147 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         w = cuda.blockIdx.x
         shared = cuda.shared.array(0, dtype=real)
         X, Y, Z = shared[0:K], shared[K:2 * K], shared[2 * K:3 * K]
-        copy_in(coords, w, 0, X)
-        copy_in(coords, w, 1, Y)
-        copy_in(coords, w, 2, Z)
+        copy_in(coords, w, 0, X, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_in(coords, w, 1, Y, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_in(coords, w, 2, Z, cuda.threadIdx.x, cuda.blockDim.x)
         run_chain_hybrid(X, Y, Z, coords[w, 0, K:], coords[w, 1, K:], coords[w, 2, K:], states, accepted, box,
                          inv_box, half2, b5, n_micro, sigma, out, m_write, w)
-        copy_out(X, coords, w, 0)
-        copy_out(Y, coords, w, 1)
-        copy_out(Z, coords, w, 2)
+        copy_out(X, coords, w, 0, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_out(Y, coords, w, 1, cuda.threadIdx.x, cuda.blockDim.x)
+        copy_out(Z, coords, w, 2, cuda.threadIdx.x, cuda.blockDim.x)
+
+    @c.jit(**kw)
+    def group_sum(value, G, sums, base):
+        """Sum of ``value`` over this thread's group of G lanes (G a power of two ≤ 32, groups aligned in
+        a warp; every lane gets the same bits): xor shuffles, then a warp barrier that also orders the
+        lanes' shared-memory stores. The simulator has neither: shared slots from sums[base] and block
+        barriers, with the slot sets alternating like the block sum's."""
+        if SIMULATED:
+            t = cuda.threadIdx.x
+            sums[base + t] = value
+            cuda.syncthreads()
+            first = base + t - t % G
+            total = sums[first] * 0.0
+            for i in range(G):
+                total += sums[first + i]
+            return total
+        offset = G // 2
+        while offset > 0:
+            value += cuda.shfl_xor_sync(FULL, value, offset)
+            offset //= 2
+        cuda.syncwarp(FULL)
+        return value
+
+    @c.jit(**kw)
+    def group_barrier():
+        """Orders a warp's shared-memory stores before its lanes' next loads (a block barrier in the simulator)."""
+        if SIMULATED:
+            cuda.syncthreads()
+        else:
+            cuda.syncwarp(FULL)
+
+    @c.jit(fastmath=fast)
+    def generate_packed(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write, G):
+        """Small N: G lanes per chain (a power of two ≤ 32), 32/G chains per warp, blockDim/G per block.
+
+        The chain is :func:`generate_shared`'s, with the block's roles taken by the lane group: atom i to
+        lane i mod G, group sums by xor shuffles, warp barriers only (a warp's chains never wait for
+        another warp), random numbers in batches of G microupdates (lane 0 steps the chain's stream, lane
+        b converts microupdate b). A microupdate's fixed costs — the sequential stream, the sum, the
+        decision — are shared by the warp's 32/G chains instead of paid by one. Dynamic shared memory:
+        draws (blockDim × 5 float64), raw bits (blockDim × 6 uint64), the chains' coordinates, and in
+        the simulator two sets of sum slots."""
+        T = u32(cuda.blockDim.x)
+        t = u32(cuda.threadIdx.x)
+        l = u32(t % G)  # lane in the group
+        g = u32(t // G)  # group = chain in the block
+        C = u32(T // G)
+        w = cuda.blockIdx.x * C + g
+        N = u32(coords.shape[2])
+        dyn64 = cuda.shared.array(0, dtype=numba.float64)
+        dyn_bits = cuda.shared.array(0, dtype=u64)
+        dyn = cuda.shared.array(0, dtype=real)
+        draws = dyn64[g * G * DRAWS_PER_PROPOSAL:(g + 1) * G * DRAWS_PER_PROPOSAL]
+        first_bits = T * DRAWS_PER_PROPOSAL
+        bits = dyn_bits[first_bits + g * G * RAW_PER_PROPOSAL:first_bits + (g + 1) * G * RAW_PER_PROPOSAL]
+        base = T * (DRAWS_PER_PROPOSAL + RAW_PER_PROPOSAL) * (8 // SIZE)
+        mine = base + g * 3 * N
+        X, Y, Z = dyn[mine:mine + N], dyn[mine + N:mine + 2 * N], dyn[mine + 2 * N:mine + 3 * N]
+        sums = dyn[base + C * 3 * N:base + C * 3 * N + 2 * T]
+        copy_in(coords, w, 0, X, l, G)
+        copy_in(coords, w, 1, Y, l, G)
+        copy_in(coords, w, 2, Z, l, G)
+        st = cuda.local.array((1, 2), u64)
+        st[0, 0] = states[0, w]
+        st[0, 1] = states[1, w]
+        bx, ibx, h2, b5r = real(box), real(inv_box), real(half2), real(b5)
+        one = real(1.0)
+        half = real(0.5)
+        n_acc = 0
+        write = 0
+        j_moved = N
+        xm = real(0.0)
+        ym = xm
+        zm = xm
+        group_barrier()
+        for k in range(n_micro):
+            b = u32(k % G)
+            if b == 0:  # the next G microupdates' random numbers, in the CPU kernel's stream order
+                count = min(G, n_micro - k)
+                if l == 0:
+                    for q in range(count * RAW_PER_PROPOSAL):
+                        bits[q] = next_uint64(st, 0)
+                group_barrier()
+                if l < count:
+                    r = l * RAW_PER_PROPOSAL
+                    z0, z1 = box_muller(uniform_from_bits(bits[r + 1]), uniform_from_bits(bits[r + 2]))
+                    z2, _ = box_muller(uniform_from_bits(bits[r + 3]), uniform_from_bits(bits[r + 4]))
+                    d = l * DRAWS_PER_PROPOSAL
+                    draws[d] = min(int(uniform_from_bits(bits[r]) * N), N - 1)
+                    draws[d + 1] = sigma * z0
+                    draws[d + 2] = sigma * z1
+                    draws[d + 3] = sigma * z2
+                    draws[d + 4] = math.log(uniform_from_bits(bits[r + 5]))
+                group_barrier()
+            d = b * DRAWS_PER_PROPOSAL
+            j = u32(draws[d])
+            if j == j_moved:
+                xo = xm
+                yo = ym
+                zo = zm
+            else:
+                xo = X[j]
+                yo = Y[j]
+                zo = Z[j]
+            xn = wrap(xo + real(draws[d + 1]), bx)
+            yn = wrap(yo + real(draws[d + 2]), bx)
+            zn = wrap(zo + real(draws[d + 3]), bx)
+            part0, part1, part2, part3 = segment_sums(X, Y, Z, N, l, G, j, xo, yo, zo, xn, yn, zn, bx, ibx, h2, half,
+                                                      one)
+            total = group_sum((part0 + part1) + (part2 + part3), G, sums, (k % 2) * T)
+            j_moved = N
+            if draws[d + 4] < -float(b5r) * float(total):  # ln ξ < 2Δu = −b⁵Δw
+                j_moved = j
+                xm = xn
+                ym = yn
+                zm = zn
+                if j % G == l:
+                    X[j] = xn
+                    Y[j] = yn
+                    Z[j] = zn
+                n_acc += 1
+            if m_write > 0 and (k + 1) % m_write == 0 and write < out.shape[0]:
+                write_segment(X, Y, Z, out, write, w, 0, l, G)
+                cuda.threadfence_system()
+                write += 1
+        group_barrier()
+        copy_out(X, coords, w, 0, l, G)
+        copy_out(Y, coords, w, 1, l, G)
+        copy_out(Z, coords, w, 2, l, G)
+        if l == 0:
+            states[0, w] = st[0, 0]
+            states[1, w] = st[0, 1]
+            accepted[w] += n_acc
 
     @c.jit
     def energies(coords, box, b5, with_potential, out):
@@ -860,7 +997,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             counts[w, k] += hist[k]
 
     return {"generate_shared": generate_shared, "generate_split": generate_split, "generate_global": generate_global,
-            "generate_hybrid": generate_hybrid,
+            "generate_hybrid": generate_hybrid, "generate_packed": generate_packed,
             "energies": energies,
             "pair_histogram": pair_histogram}
 
@@ -868,7 +1005,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
 SHARED_LIMIT_BYTES = 200 * 1024  # leave room below the H100's 227 KB per block
 # coordinate components in shared memory per kind of generation kernel (float64 N ≤ 8533: shared;
 # ≤ 12800: split; float32 twice that; hybrid: 3 for the first K atoms)
-SHARED_COMPONENTS = {"shared": 3, "split": 2, "hybrid": 3, "global": 0}
+SHARED_COMPONENTS = {"shared": 3, "split": 2, "hybrid": 3, "packed": 3, "global": 0}
 DEFAULT_SHARED_BYTES = 48 * 1024  # what a block may use without opting in
 # the generation kernels' static shared arrays: two sets of block-sum slots (one per warp; consecutive
 # microupdates alternate, so one barrier per microupdate keeps them apart) and one batch of
@@ -889,12 +1026,32 @@ def hybrid_atoms(n: int, itemsize: int) -> int:
     return min(int(n), HYBRID_LIMIT_BYTES // (3 * int(itemsize)))
 
 
+def default_lanes(n: int, single: bool = False) -> int:
+    """Lanes per chain of the packed kernel, the fastest on an H100 (helium_gpu_h100packed_2026-11-26):
+    float64 8 at N = 64; float32 4 at N ≤ 64, 8 at 128, 16 at 256; beyond, 32 (one chain per warp)."""
+    if n <= 64:
+        return 4 if single else 8
+    return 8 if n <= 128 else 16 if n <= 512 else 32
+
+
+def packed_shared_bytes(n: int, itemsize: int, threads: int, lanes: int) -> int:
+    """Dynamic shared memory of a packed block: draws and raw bits of every lane, each chain's coordinates,
+    and the simulator's two sets of sum slots."""
+    sums = 2 * threads * itemsize if simulated() else 0
+    return threads * (DRAWS_PER_PROPOSAL + RAW_PER_PROPOSAL) * 8 + (threads // lanes) * 3 * n * itemsize + sums
+
+
 def auto_memory(n: int, itemsize: int) -> str:
-    """Where the generation kernel keeps N atoms' coordinates: all in shared memory while 3N fit in
-    ``SHARED_LIMIT_BYTES``; else hybrid while at least a third of the atoms fit, else global memory.
+    """Where the generation kernel keeps N atoms' coordinates: for small N several chains per warp
+    (packed: float64 N ≤ 64, float32 N ≤ 256, where a one-chain block's fixed costs per microupdate
+    outweigh its pair terms; on an H100 packed was 1.3× faster at float64 N = 64 and 1.8×, 1.3×, 1.04×
+    at float32 N = 64, 128, 256, helium_gpu_h100packed_2026-11-26); else all in shared memory while 3N
+    fit in ``SHARED_LIMIT_BYTES``; else hybrid while at least a third of the atoms fit, else global memory.
     On an H100 (helium_gpu_h100hybrid2_2026-11-26) hybrid beat split by 19 % at float64 N = 10240
     (93 % of the atoms shared) and global by 27 % at float32 N = 40960 (47 %); at float64 N = 40960
     (23 %) global was 3 % faster."""
+    if n <= (256 if itemsize == 4 else 64):
+        return "packed"
     if 3 * n * itemsize <= SHARED_LIMIT_BYTES:
         return "shared"
     return "hybrid" if 3 * hybrid_atoms(n, itemsize) >= n else "global"
@@ -931,15 +1088,23 @@ class HeliumChains:
 
     def __init__(self, system, positions, states, sigma: float, threads: int | None = None, dtype=np.float64,
                  memory: str = "auto", min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None,
-                 shared_atoms: int | None = None):
+                 shared_atoms: int | None = None, lanes: int | None = None):
         c = _cuda()
         self.system = system
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.float64, np.float32):
             raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")
         W, N, _ = np.shape(positions)
+        single = self.dtype == np.float32
         if memory == "auto":
             memory = auto_memory(N, self.dtype.itemsize)
+            if memory == "packed":  # a block holds threads/lanes chains: W must fill whole blocks
+                lanes = default_lanes(N, single) if lanes is None else lanes
+                fits = [t for t in ((threads,) if threads else (256, 128, 64, 32)) if t >= lanes and W % (t // lanes) == 0]
+                if fits:
+                    threads = fits[0]
+                else:
+                    memory, lanes = "shared", None
         if memory not in SHARED_COMPONENTS:
             raise ValueError(f"memory must be auto, {', '.join(SHARED_COMPONENTS)}, got {memory!r}")
         self.shared_atoms = N
@@ -950,16 +1115,28 @@ class HeliumChains:
                                  f"got {shared_atoms!r}")
         elif shared_atoms is not None:
             raise ValueError(f"shared_atoms goes with memory hybrid, not {memory!r}")
+        if threads is None:
+            threads = default_threads(N, single, memory)
+        if threads % 32 or not 32 <= threads <= 1024:
+            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
+        self.lanes = None
+        if memory == "packed":
+            self.lanes = default_lanes(N, single) if lanes is None else lanes
+            if self.lanes not in (1, 2, 4, 8, 16, 32):
+                raise ValueError(f"lanes must be a power of two ≤ 32, got {lanes!r}")
+            if W % (threads // self.lanes):
+                raise ValueError(f"walkers must be a multiple of the {threads // self.lanes} chains per block "
+                                 f"(threads / lanes), got {W}")
+        elif lanes is not None:
+            raise ValueError(f"lanes goes with memory packed, not {memory!r}")
         self.shared_bytes = SHARED_COMPONENTS[memory] * self.shared_atoms * self.dtype.itemsize
+        if memory == "packed":
+            self.shared_bytes = packed_shared_bytes(N, self.dtype.itemsize, threads, self.lanes)
         limit = HYBRID_LIMIT_BYTES if memory == "hybrid" else SHARED_LIMIT_BYTES
         if self.shared_bytes > limit:
             raise ValueError(f"memory {memory}: {SHARED_COMPONENTS[memory]}N coordinates need {self.shared_bytes} B "
                              f"> {SHARED_LIMIT_BYTES} B of shared memory")
         self.memory = memory
-        if threads is None:
-            threads = default_threads(N, self.dtype == np.float32, memory)
-        if threads % 32 or not 32 <= threads <= 1024:
-            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
         self.threads = int(threads)
         self.sigma = float(sigma)
         self.constants = chain_constants(system.box, system.params.b)
@@ -984,14 +1161,16 @@ class HeliumChains:
         out = self._no_out if out is None else out
         n_micro = int(n_macro) * self.n_atoms
         args = (self.coords, self.states, *self.constants, n_micro, self.sigma, self.accepted, out,
-                int(m_write) * self.n_atoms) + ((self.shared_atoms,) if self.memory == "hybrid" else ())
+                int(m_write) * self.n_atoms) + ((self.shared_atoms,) if self.memory == "hybrid" else ()) \
+            + ((self.lanes,) if self.memory == "packed" else ())
         kernel = self._k[f"generate_{self.memory}"]
         if self.shared_bytes + STATIC_SHARED_BYTES > DEFAULT_SHARED_BYTES and not simulated():
             key = type(out).__name__  # a specialisation per array kind (device or mapped)
             if key not in self._launchers:
                 self._launchers[key] = _opt_in_shared(kernel, args, self.shared_bytes)
             kernel = self._launchers[key]
-        kernel[self.n_walkers, self.threads, stream, self.shared_bytes](*args)
+        blocks = self.n_walkers // (self.threads // self.lanes) if self.memory == "packed" else self.n_walkers
+        kernel[blocks, self.threads, stream, self.shared_bytes](*args)
         self.proposed += n_micro
 
     def synchronize(self) -> None:
