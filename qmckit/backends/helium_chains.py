@@ -394,8 +394,9 @@ def default_unroll(single: bool, memory: str = "shared") -> int:
     registers bring no more warps), and 31 % slower in the float64 global-memory kernel at N = 40960
     (h100v7: 72 registers per thread left room for one block of 512 per SM instead of two). In float32
     four was 0.5 % slower. The float64 hybrid kernel at N = 10240 (one block per SM, 512 threads) is 5 %
-    faster with four (helium_gpu_h100hybrid2_2026-11-26)."""
-    return 4 if not single and memory in ("shared", "hybrid", "packed") else 2
+    faster with four (helium_gpu_h100hybrid2_2026-11-26); the packed kernel at N = 64 and 128 is 8–17 %
+    slower with four (helium_packed_scan_h100_2026-11-26)."""
+    return 4 if not single and memory in ("shared", "hybrid") else 2
 
 
 def default_threads(n: int, single: bool, memory: str = "shared") -> int:
@@ -404,8 +405,8 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
     per block from N = 512 on: shared memory limits the blocks per SM, and its pair loop is bound by
     the latency of dependent FP64 operations at the few warps left (Nsight Compute: 12–15 active warps
     per SM, issue slots 55–64 % busy, where float32 reaches 29 warps and 87 %)."""
-    if memory == "packed":  # 256 fastest or within 1 % for N ≤ 256 (helium_gpu_h100packed_2026-11-26)
-        return 256
+    if memory == "packed":  # fastest or within 1 % (helium_packed_scan_h100_2026-11-26): float64 N = 128 loses
+        return 128 if not single and n > 64 else 256  # 16 % with 256 (its chains' shared memory limits blocks)
     if memory == "hybrid":  # one block per SM: 512 threads fastest at float64 N = 10240 and float32 N = 40960
         return 512  # (helium_gpu_h100hybrid2_2026-11-26: 256–1024 scanned)
     if memory == "split":  # one block per SM: float64 N = 10240 split runs best with 640 threads (h100v9unroll)
@@ -1027,8 +1028,9 @@ def hybrid_atoms(n: int, itemsize: int) -> int:
 
 
 def default_lanes(n: int, single: bool = False) -> int:
-    """Lanes per chain of the packed kernel, the fastest on an H100 (helium_gpu_h100packed_2026-11-26):
-    float64 8 at N = 64; float32 4 at N ≤ 64, 8 at 128, 16 at 256; beyond, 32 (one chain per warp)."""
+    """Lanes per chain of the packed kernel, the fastest on an H100 (helium_packed_scan_h100_2026-11-26,
+    helium_gpu_h100packed_2026-11-26): float64 8 at N ≤ 128; float32 4 at N ≤ 64, 8 at 128, 16 at 256;
+    beyond, 32 (one chain per warp)."""
     if n <= 64:
         return 4 if single else 8
     return 8 if n <= 128 else 16 if n <= 512 else 32
@@ -1043,14 +1045,15 @@ def packed_shared_bytes(n: int, itemsize: int, threads: int, lanes: int) -> int:
 
 def auto_memory(n: int, itemsize: int) -> str:
     """Where the generation kernel keeps N atoms' coordinates: for small N several chains per warp
-    (packed: float64 N ≤ 64, float32 N ≤ 256, where a one-chain block's fixed costs per microupdate
-    outweigh its pair terms; on an H100 packed was 1.3× faster at float64 N = 64 and 1.8×, 1.3×, 1.04×
-    at float32 N = 64, 128, 256, helium_gpu_h100packed_2026-11-26); else all in shared memory while 3N
+    (packed: N ≤ 128 in float64, N ≤ 256 in float32, where a one-chain block's fixed costs per microupdate
+    outweigh its pair terms; on an H100 packed was 1.4× and 1.07× faster at float64 N = 64 and 128, and
+    1.8×, 1.3×, 1.04× at float32 N = 64, 128, 256 than the shared kernel with the same chains,
+    helium_gpu_h100packed_2026-11-26 and helium_packed_scan_h100_2026-11-26); else all in shared memory while 3N
     fit in ``SHARED_LIMIT_BYTES``; else hybrid while at least a third of the atoms fit, else global memory.
     On an H100 (helium_gpu_h100hybrid2_2026-11-26) hybrid beat split by 19 % at float64 N = 10240
     (93 % of the atoms shared) and global by 27 % at float32 N = 40960 (47 %); at float64 N = 40960
     (23 %) global was 3 % faster."""
-    if n <= (256 if itemsize == 4 else 64):
+    if n <= (256 if itemsize == 4 else 128):
         return "packed"
     if 3 * n * itemsize <= SHARED_LIMIT_BYTES:
         return "shared"
@@ -1100,7 +1103,9 @@ class HeliumChains:
             memory = auto_memory(N, self.dtype.itemsize)
             if memory == "packed":  # a block holds threads/lanes chains: W must fill whole blocks
                 lanes = default_lanes(N, single) if lanes is None else lanes
-                fits = [t for t in ((threads,) if threads else (256, 128, 64, 32)) if t >= lanes and W % (t // lanes) == 0]
+                preferred = threads or default_threads(N, single, "packed")
+                candidates = (threads,) if threads else [t for t in (256, 128, 64, 32) if t <= preferred]
+                fits = [t for t in candidates if t >= lanes and W % (t // lanes) == 0]
                 if fits:
                     threads = fits[0]
                 else:

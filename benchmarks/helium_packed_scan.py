@@ -1,0 +1,51 @@
+#!/usr/bin/env python
+"""The packed kernel's remaining knobs at small N on a GPU: lanes per chain, atoms per trip (unroll), block
+size; prints one line per launch configuration (time per macroupdate per chain, % of the FMA peak given).
+
+    python benchmarks/helium_packed_scan.py --peak64 30.6e12 --peak32 59.5e12
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from qmckit.studies import helium4  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peak64", type=float, required=True, help="measured float64 FMA peak, FLOP/s")
+    ap.add_argument("--peak32", type=float, required=True, help="measured float32 FMA peak, FLOP/s")
+    ap.add_argument("--sizes", default="64,128")
+    args = ap.parse_args(argv)
+    from numba import cuda
+
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    print("| N | dtype | lanes | unroll | threads | chains | ms per macroupdate per chain | % FMA peak |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for n in (int(x) for x in args.sizes.split(",")):
+        for dtype, lanes, unroll, threads in itertools.product(("float64", "float32"), (2, 4, 8, 16), (2, 4),
+                                                               (64, 128, 256)):
+            if n < 4 * lanes or n > 64 * lanes:
+                continue
+            walkers = 128 * sms
+            try:
+                r = helium4.time_generation(n, walkers, backend="cuda", n_macro=max(1, int(4e9 / (2 * n * n * walkers))),
+                                            repeats=3, threads=threads, dtype=np.dtype(dtype), memory="packed",
+                                            lanes=lanes, unroll=unroll)
+            except Exception as exc:  # noqa: BLE001  (shared memory or registers exceeded)
+                print(f"| {n} | {dtype} | {lanes} | {unroll} | {threads} | {walkers} | {type(exc).__name__} | |")
+                continue
+            peak = args.peak64 if dtype == "float64" else args.peak32
+            print(f"| {n} | {dtype} | {lanes} | {unroll} | {threads} | {walkers} | "
+                  f"{1e3 * r['s_per_macroupdate_per_chain']:.3e} | {100 * r['pair_evaluations_per_s'] * 30 / peak:.1f} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
