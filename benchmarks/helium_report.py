@@ -3,10 +3,15 @@
 (what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
 Inputs (benchmarks/results/, all from NVIDIA H100 80GB HBM3 machines with 16 host cores):
-  helium_gpu_h100v12_2026-11-26.json        twins (with the hybrid kernel's), speed N = 64 … 40960 with the CPU
-                                            of the same host, FMA probes, the memory modes at N = 10240 and
-                                            40960 (hybrid: as many atoms as fit in shared memory, the rest in
-                                            global memory; auto picks it where a third of the atoms fit)
+  helium_gpu_h100v14_2026-11-26.json        twins, speed N = 64 … 40960 with the CPU of the same host, FMA
+                                            probes (the kernels auto picks: packed — several chains per warp —
+                                            for float64 N ≤ 128 and float32 N ≤ 256; hybrid where 3N
+                                            coordinates do not fit in shared memory but a third of the atoms do)
+  helium_gpu_h100v12_2026-11-26.json        the hybrid kernel's twins, the memory modes at N = 10240 and 40960
+                                            (hybrid, split, global in one run) and the CPU there
+  helium_gpu_h100packed_2026-11-26.json     the packed kernel's twins and its lanes/block scan against the
+                                            one-chain-per-block kernel (N = 64 … 1000; helium_packed_scan_…md
+                                            adds atoms per trip)
   helium_finite_size_h100_2026-11-26.json   E, V, T against ρ (N = 1000) and N (ρ₀), S(k) at small k: the
                                             canonical-ensemble finite-size correction
   helium_gpu_h100v11_2026-11-23.json        time-to-error, pair-loop variants with their SASS
@@ -46,7 +51,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qmckit.backends.helium_chains import auto_memory, hybrid_atoms  # noqa: E402
+from qmckit.backends.helium_chains import hybrid_atoms  # noqa: E402
 from qmckit.perf import fit_a_plus_b_over_m, fit_masked_threshold  # noqa: E402
 from qmckit.stats import extrapolate  # noqa: E402
 from qmckit.studies import helium4  # noqa: E402
@@ -111,8 +116,9 @@ def memory_roof(speed: list, dtype: str) -> dict:
 
 
 def build() -> dict:
-    main, speed_run, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100v11_2026-11-23", "helium_gpu_h100v12_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
+    main, speed_run, memory_run, packed_run, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
+        "helium_gpu_h100v11_2026-11-23", "helium_gpu_h100v14_2026-11-26", "helium_gpu_h100v12_2026-11-26",
+        "helium_gpu_h100packed_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
         "helium_gpu_h100v3masking_2026-11-23", "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
@@ -121,14 +127,14 @@ def build() -> dict:
     # the faster FMA probe (the run's own speed stage divided by numba's, which is loop-bound in float32)
     peaks = {k: max(v["numba"]["flops"], (v["cuda_c"] or {}).get("flops", 0.0)) for k, v in speed_run["fma_probes"].items()}
     speed = []
-    cpu = {(r["n"], r["threads"]): r for r in speed_run["speed"]["cpu"] + speed_run["memory_modes_cpu"]}
+    cpu = {(r["n"], r["threads"]): r for r in speed_run["speed"]["cpu"] + memory_run["memory_modes_cpu"]}
     for dtype in ("float64", "float32"):
         for r in speed_run["speed"]["gpu"]:
             if r["dtype"] != dtype:
                 continue
             one, full = cpu.get((r["n"], 1)), cpu.get((r["n"], 16))
             speed.append({"n": r["n"], "dtype": dtype, "walkers": r["walkers"], "threads": r["threads"],
-                          "memory": auto_memory(r["n"], 4 if dtype == "float32" else 8),
+                          "memory": r["memory"],
                           "ms_per_macroupdate_per_chain": 1e3 * r["s_per_macroupdate_per_chain"],
                           "pair_evaluations_per_s": r["pair_evaluations_per_s"],
                           "fraction_measured_peak": r["pair_evaluations_per_s"] * 30 / peaks[dtype],
@@ -181,11 +187,11 @@ def build() -> dict:
         "source": "benchmarks/helium_report.py from benchmarks/results/helium_*_2026-11-2[23].json",
         "device": speed_run["device"]["name"], "host_cpu": speed_run["cpu"], "date": speed_run["date"],
         "measured_peak_flops": peaks, "nominal_peak_flops": NOMINAL_PEAK, "flop_per_pair_evaluation": 30,
-        "twins": speed_run["twins"] + speed_run["hybrid_twins"], "speed": speed,
-        "memory_modes": [{k: r[k] for k in ("n", "dtype", "memory", "threads", "unroll", "walkers")}
+        "twins": speed_run["twins"] + memory_run["hybrid_twins"] + packed_run["packed_twins"], "speed": speed,
+        "memory_modes": [{k: r.get(k) for k in ("n", "dtype", "memory", "threads", "unroll", "lanes", "walkers")}
                          | {"ms_per_macroupdate_per_chain": 1e3 * r["s_per_macroupdate_per_chain"],
                             "fraction_measured_peak": r["pair_evaluations_per_s"] * 30 / peaks[r["dtype"]]}
-                         for r in speed_run["memory_modes"]],
+                         for r in memory_run["memory_modes"] + packed_run["packed_modes"]],
         "finite_size": load("helium_finite_size_h100_2026-11-26.json"),
         "time_to_error": [{k: r.get(k) for k in ("n", "walkers", "backend", "m", "dtype", "threads", "t_sigma2_s_mK2",
                                                   "wall_s", "t_generate_s", "t_analyse_s")}
@@ -224,7 +230,7 @@ def roofline_summary(d: dict) -> str:
         rows = sorted((r for r in d["speed"] if r["dtype"] == dtype), key=lambda r: r["n"])
         met = [r["n"] for r in rows if r["fraction_measured_peak"] >= 0.3]
         big = rows[-1]
-        fractions = ", ".join(f"{r['n']}: {100 * r['fraction_measured_peak']:.0f} %" for r in rows if r["n"] >= 512)
+        fractions = ", ".join(f"{r['n']} ({r['memory']}): {100 * r['fraction_measured_peak']:.0f} %" for r in rows)
         shared = hybrid_atoms(big["n"], size) / big["n"] if big["memory"] == "hybrid" else 0.0
         lines.append(f"{dtype}: {fractions}; ≥ 30 % of the measured peak at N = {', '.join(map(str, met)) or 'none'}. "
                      f"At N = {big['n']} ({big['memory']} kernel) {100 * (1 - shared):.0f} % of the atoms live in global "
@@ -288,13 +294,16 @@ def markdown(d: dict) -> str:
             f"N = 40960: {best_40960['ms_per_macroupdate_per_chain']:.1f} ms per macroupdate per chain "
             f"({best_40960['dtype']}); study 004's K20: 418 ms ({418 / best_40960['ms_per_macroupdate_per_chain']:.0f}× faster). "
             "Goal ≤ 10 ms.", "", roofline_summary(d), "",
-            "## Where the coordinates live, N = 10240 and 40960 (same run; hybrid: the first "
-            f"{hybrid_atoms(10240, 8)} (float64) or {hybrid_atoms(40960, 4)} (float32) atoms in shared memory)", "",
-            "| N | dtype | memory | threads | atoms per trip | chains | ms per macroupdate per chain | % measured peak |",
-            "|---:|---|---|---:|---:|---:|---:|---:|"]
+            "## Kernel layouts compared (helium_gpu_h100v12 for N = 10240 and 40960, hybrid: the first "
+            f"{hybrid_atoms(10240, 8)} (float64) or {hybrid_atoms(40960, 4)} (float32) atoms in shared memory; "
+            "helium_gpu_h100packed for N ≤ 1000, packed: `lanes` lanes per chain, 32/lanes chains per warp, "
+            "against the one-chain-per-block shared kernel; default atoms per trip)", "",
+            "| N | dtype | memory | threads | lanes | atoms per trip | chains | ms per macroupdate per chain | "
+            "% measured peak |", "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in d["memory_modes"]:
-        out.append(f"| {r['n']} | {r['dtype']} | {r['memory']} | {r['threads']} | {r['unroll']} | {r['walkers']} | "
-                   f"{r['ms_per_macroupdate_per_chain']:.4g} | {100 * r['fraction_measured_peak']:.1f} |")
+        out.append(f"| {r['n']} | {r['dtype']} | {r['memory']} | {r['threads']} | {r['lanes'] or '–'} | "
+                   f"{r['unroll'] or 'default'} | {r['walkers']} | {r['ms_per_macroupdate_per_chain']:.4g} | "
+                   f"{100 * r['fraction_measured_peak']:.1f} |")
     out += ["", "## Time to error: t σ² of E/N (tail corrected), analysis every m macroupdates", "",
             "| N | backend | dtype | chains | m | E/N (K) | τ (analyses) | t σ² (s·mK²) |", "|---:|---|---|---:|---:|---|---:|---:|"]
     for r in d["time_to_error"]:

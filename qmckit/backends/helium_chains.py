@@ -661,12 +661,12 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
                 xn = wrap(xo + real(draws[b, 1]), box)
                 yn = wrap(yo + real(draws[b, 2]), box)
                 zn = wrap(zo + real(draws[b, 3]), box)
-                part0, part1, part2, part3 = segment_sums(X, Y, Z, K, t, T, j, xo, yo, zo, xn, yn, zn, box, inv_box, half2,
-                                                          half, one)
+                part0, part1, part2, part3 = segment_sums(X, Y, Z, K, t, T, j, xo, yo, zo, xn, yn, zn, box, inv_box,
+                                                          half2, half, one)
                 part = (part0 + part1) + (part2 + part3)
                 if hybrid:
-                    part4, part5, part6, part7 = segment_sums(XB, YB, ZB, u32(N - K), t, T, jb, xo, yo, zo, xn, yn, zn, box, inv_box,
-                                                              half2, half, one)
+                    part4, part5, part6, part7 = segment_sums(XB, YB, ZB, u32(N - K), t, T, jb, xo, yo, zo, xn, yn, zn,
+                                                              box, inv_box, half2, half, one)
                     part += (part4 + part5) + (part6 + part7)
                 total = block_sum(part, warp_sums, (k % 2) * SLOTS)
                 j_moved = N
