@@ -364,6 +364,28 @@ def main(argv=None):
         cpu.generate(macro)
         return system, pos, states, sigma, cpu, macro
 
+    def twin_row(gpu, cpu, **fields):
+        """A GPU run against the CPU kernel's chains: accept mismatches, equal streams, largest |Δr| (Å)."""
+        return fields | {"accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
+                         "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
+                         "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())}
+
+    def time_layout(rows, n, walkers, dtype, n_macro, peaks, **options):
+        """Time one launch layout (memory, threads, unroll, lanes, …; helium4.time_generation) and append it to
+        ``rows`` with its fraction of the FMA peak; a layout that cannot launch (shared memory, registers) is
+        logged and skipped."""
+        label = " ".join(f"{k}={v}" for k, v in options.items())
+        try:
+            r = helium4.time_generation(n, walkers, backend="cuda", n_macro=n_macro, repeats=1 if smoke else 3,
+                                        dtype=np.dtype(dtype), **{k: v for k, v in options.items() if v is not None})
+        except Exception as exc:  # noqa: BLE001
+            log(f"  n={n} {dtype} {label}: {exc!r}"[:300])
+            return
+        r.update(dtype=dtype, roofline_fraction=r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[dtype], **options)
+        rows.append(r)
+        log(f"  n={n} {dtype} {label} W={r['walkers']}: {1e3 * r['s_per_macroupdate_per_chain']:.5f} ms/macro/chain, "
+            f"{100 * r['roofline_fraction']:.1f} %")
+
     def twins():
         rows = []
         for n in ((20,) if smoke else (64, 1000, 4096)):
@@ -372,10 +394,7 @@ def main(argv=None):
                                                              hc.UNROLLS):
                 gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory=memory, unroll=unroll)
                 gpu.generate(macro)
-                rows.append({"n": n, "memory": memory, "threads": threads, "unroll": unroll, "macro": macro,
-                             "accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
-                             "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
-                             "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())})
+                rows.append(twin_row(gpu, cpu, n=n, memory=memory, threads=threads, unroll=unroll, macro=macro))
                 log(rows[-1])
             single = hc.HeliumChains(system, pos, states, sigma, dtype=np.float32)
             single.generate(macro)
@@ -736,11 +755,8 @@ def main(argv=None):
                 gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory="hybrid", unroll=unroll,
                                       shared_atoms=k_shared)
                 gpu.generate(macro)
-                rows.append({"n": n, "memory": "hybrid", "shared_atoms": k_shared, "threads": threads, "unroll": unroll,
-                             "macro": macro,
-                             "accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
-                             "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
-                             "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())})
+                rows.append(twin_row(gpu, cpu, n=n, memory="hybrid", shared_atoms=k_shared, threads=threads,
+                                     unroll=unroll, macro=macro))
                 log(rows[-1])
         results["hybrid_twins"] = rows
         out_path.write_text(json.dumps(results, indent=1, default=float))
@@ -763,19 +779,8 @@ def main(argv=None):
             for memory, threads, unroll, per_sm in options:
                 if budget.left() < 30 and not smoke:
                     break
-                extra = {"shared_atoms": 24} if smoke and memory == "hybrid" else {}
-                try:
-                    r = helium4.time_generation(n, per_sm * sms, backend="cuda", n_macro=1, repeats=1 if smoke else 3,
-                                                threads=threads, dtype=np.dtype(dtype), memory=memory, unroll=unroll,
-                                                **extra)
-                except Exception as exc:  # noqa: BLE001  (e.g. too many registers for the block size)
-                    log(f"  n={n} {dtype} {memory} T={threads} unroll={unroll}: {exc!r}"[:300])
-                    continue
-                r.update(dtype=dtype, memory=memory, threads=threads, unroll=unroll,
-                         roofline_fraction=r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[dtype])
-                rows.append(r)
-                log(f"  n={n} {dtype} {memory} T={threads} unroll={unroll} W={r['walkers']}: "
-                    f"{1e3 * r['s_per_macroupdate_per_chain']:.4f} ms/macro/chain, {100 * r['roofline_fraction']:.1f} %")
+                time_layout(rows, n, per_sm * sms, dtype, 1, peaks, memory=memory, threads=threads, unroll=unroll,
+                            shared_atoms=24 if smoke and memory == "hybrid" else None)
                 results["memory_modes"] = rows
                 out_path.write_text(json.dumps(results, indent=1, default=float))
         cpu_rows = []
@@ -803,11 +808,8 @@ def main(argv=None):
                 gpu = hc.HeliumChains(system, pos, states, sigma, threads=threads, memory="packed", lanes=lanes,
                                       unroll=unroll)
                 gpu.generate(macro)
-                rows.append({"n": n, "memory": "packed", "lanes": lanes, "threads": threads, "unroll": unroll,
-                             "macro": macro,
-                             "accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
-                             "states_equal": bool(np.array_equal(gpu.states_to_host(), cpu.states)),
-                             "max_dpos": float(np.abs(gpu.positions() - cpu.positions()).max())})
+                rows.append(twin_row(gpu, cpu, n=n, memory="packed", lanes=lanes, threads=threads, unroll=unroll,
+                                     macro=macro))
                 log(rows[-1])
         results["packed_twins"] = rows
         out_path.write_text(json.dumps(results, indent=1, default=float))
@@ -825,20 +827,8 @@ def main(argv=None):
                 for memory, threads, lanes, per_sm in plans:
                     if budget.left() < 20 and not smoke:
                         break
-                    extra = {"lanes": lanes} if lanes else {}
                     n_macro = 1 if smoke else max(1, int(4e9 / (2.0 * n * n * sms * per_sm)))
-                    try:
-                        r = helium4.time_generation(n, per_sm * sms, backend="cuda", n_macro=n_macro,
-                                                    repeats=1 if smoke else 3, threads=threads, dtype=np.dtype(dtype),
-                                                    memory=memory, **extra)
-                    except Exception as exc:  # noqa: BLE001
-                        log(f"  n={n} {dtype} {memory} T={threads} lanes={lanes}: {exc!r}"[:300])
-                        continue
-                    r.update(dtype=dtype, memory=memory, threads=threads, lanes=lanes,
-                             roofline_fraction=r["pair_evaluations_per_s"] * FLOP_PER_PAIR / peaks[dtype])
-                    rows.append(r)
-                    log(f"  n={n} {dtype} {memory} T={threads} lanes={lanes} W={r['walkers']}: "
-                        f"{1e3 * r['s_per_macroupdate_per_chain']:.5f} ms/macro/chain, {100 * r['roofline_fraction']:.1f} %")
+                    time_layout(rows, n, per_sm * sms, dtype, n_macro, peaks, memory=memory, threads=threads, lanes=lanes)
                 results["packed_modes"] = rows
                 out_path.write_text(json.dumps(results, indent=1, default=float))
 
