@@ -22,6 +22,10 @@ def main(argv=None):
     ap.add_argument("--peak64", type=float, required=True, help="measured float64 FMA peak, FLOP/s")
     ap.add_argument("--peak32", type=float, required=True, help="measured float32 FMA peak, FLOP/s")
     ap.add_argument("--sizes", default="64,128")
+    ap.add_argument("--chains-per-sm", default="128", help="comma-separated chains per SM (W = this × SMs)")
+    ap.add_argument("--lanes", default="2,4,8,16")
+    ap.add_argument("--unroll", default="2,4")
+    ap.add_argument("--threads", default="64,128,256")
     args = ap.parse_args(argv)
     from numba import cuda
 
@@ -29,11 +33,12 @@ def main(argv=None):
     print("| N | dtype | lanes | unroll | threads | chains | ms per macroupdate per chain | % FMA peak |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.sizes.split(",")):
-        for dtype, lanes, unroll, threads in itertools.product(("float64", "float32"), (2, 4, 8, 16), (2, 4),
-                                                               (64, 128, 256)):
+        ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
+        for dtype, lanes, unroll, threads, per_sm in itertools.product(
+                ("float64", "float32"), ints(args.lanes), ints(args.unroll), ints(args.threads), ints(args.chains_per_sm)):
             if n < 4 * lanes or n > 64 * lanes:
                 continue
-            walkers = 128 * sms
+            walkers = per_sm * sms
             try:
                 r = helium4.time_generation(n, walkers, backend="cuda", n_macro=max(1, int(4e9 / (2 * n * n * walkers))),
                                             repeats=3, threads=threads, dtype=np.dtype(dtype), memory="packed",
