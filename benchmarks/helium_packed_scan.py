@@ -26,30 +26,28 @@ def main(argv=None):
     ap.add_argument("--lanes", default="2,4,8,16")
     ap.add_argument("--unroll", default="2,4")
     ap.add_argument("--threads", default="64,128,256")
-    ap.add_argument("--registers", default="0", help="comma-separated register caps (0: none)")
     args = ap.parse_args(argv)
     from numba import cuda
 
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    print("| N | dtype | lanes | unroll | threads | chains | register cap | ms per macroupdate per chain | % FMA peak |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| N | dtype | lanes | unroll | threads | chains | ms per macroupdate per chain | % FMA peak |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.sizes.split(",")):
         ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
-        for dtype, lanes, unroll, threads, per_sm, regs in itertools.product(
-                ("float64", "float32"), ints(args.lanes), ints(args.unroll), ints(args.threads), ints(args.chains_per_sm),
-                ints(args.registers)):
+        for dtype, lanes, unroll, threads, per_sm in itertools.product(
+                ("float64", "float32"), ints(args.lanes), ints(args.unroll), ints(args.threads), ints(args.chains_per_sm)):
             if n < 4 * lanes or n > 64 * lanes:
                 continue
             walkers = per_sm * sms
             try:
                 r = helium4.time_generation(n, walkers, backend="cuda", n_macro=max(1, int(4e9 / (2 * n * n * walkers))),
                                             repeats=3, threads=threads, dtype=np.dtype(dtype), memory="packed",
-                                            lanes=lanes, unroll=unroll, max_registers=regs or None)
+                                            lanes=lanes, unroll=unroll)
             except Exception as exc:  # noqa: BLE001  (shared memory or registers exceeded)
-                print(f"| {n} | {dtype} | {lanes} | {unroll} | {threads} | {walkers} | {regs} | {type(exc).__name__} | |")
+                print(f"| {n} | {dtype} | {lanes} | {unroll} | {threads} | {walkers} | {type(exc).__name__} | |")
                 continue
             peak = args.peak64 if dtype == "float64" else args.peak32
-            print(f"| {n} | {dtype} | {lanes} | {unroll} | {threads} | {walkers} | {regs} | "
+            print(f"| {n} | {dtype} | {lanes} | {unroll} | {threads} | {walkers} | "
                   f"{1e3 * r['s_per_macroupdate_per_chain']:.3e} | {100 * r['pair_evaluations_per_s'] * 30 / peak:.1f} |",
                   flush=True)
 

@@ -419,7 +419,7 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
 
 
 def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None,
-            memory: str = "shared", max_registers: int | None = None) -> dict:
+            memory: str = "shared") -> dict:
     """The GPU kernels for float32 (``single``) or float64 coordinates and sums.
 
     Forms of the pair term, all the same u(r) to round-off (the stage ``variants`` of
@@ -429,15 +429,14 @@ def kernels(single: bool, min_image: str | None = None, inverse: str = "rsqrt", 
     integer compares, :func:`_high_word_forms`; the simulator uses fold_select), default
     :func:`default_min_image`; ``inverse`` "rsqrt"
     (:func:`_w_cut`) or "divide" (:func:`_w_cut_divide`); ``unroll``: atoms per trip of the pair loop,
-    2 or 4, default :func:`default_unroll` for coordinates in ``memory``; ``max_registers``: a cap on the
-    packed kernel's registers per thread (ptxas spills what does not fit), for more blocks per SM.
+    2 or 4, default :func:`default_unroll` for coordinates in ``memory``.
     """
     return _kernels(bool(single), default_min_image(single) if min_image is None else min_image, inverse,
-                    default_unroll(single, memory) if unroll is None else unroll, max_registers)
+                    default_unroll(single, memory) if unroll is None else unroll)
 
 
 @functools.lru_cache(maxsize=None)
-def _kernels(single: bool, min_image: str, inverse: str, unroll: int, max_registers: int | None = None) -> dict:
+def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
     if min_image not in MIN_IMAGES:
         raise ValueError(f"min_image must be one of {', '.join(MIN_IMAGES)}, got {min_image!r}")
     if min_image == "high_word" and single:
@@ -816,7 +815,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int, max_regist
         else:
             cuda.syncwarp(FULL)
 
-    @c.jit(fastmath=fast, **({"max_registers": max_registers} if max_registers and not simulated() else {}))
+    @c.jit(fastmath=fast)
     def generate_packed(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write, G):
         """Small N: G lanes per chain (a power of two ≤ 32), 32/G chains per warp, blockDim/G per block.
 
@@ -1037,11 +1036,6 @@ def default_lanes(n: int, single: bool = False) -> int:
     return 8 if n <= 128 else 16 if n <= 512 else 32
 
 
-def default_packed_registers(n: int, single: bool, threads: int) -> int | None:
-    """A register cap for the packed kernel (None: ptxas's choice)."""
-    return None
-
-
 def packed_shared_bytes(n: int, itemsize: int, threads: int, lanes: int) -> int:
     """Dynamic shared memory of a packed block: draws and raw bits of every lane, each chain's coordinates,
     and the simulator's two sets of sum slots."""
@@ -1097,7 +1091,7 @@ class HeliumChains:
 
     def __init__(self, system, positions, states, sigma: float, threads: int | None = None, dtype=np.float64,
                  memory: str = "auto", min_image: str | None = None, inverse: str = "rsqrt", unroll: int | None = None,
-                 shared_atoms: int | None = None, lanes: int | None = None, max_registers: int | None = None):
+                 shared_atoms: int | None = None, lanes: int | None = None):
         c = _cuda()
         self.system = system
         self.dtype = np.dtype(dtype)
@@ -1158,9 +1152,7 @@ class HeliumChains:
         self.states = c.to_device(np.ascontiguousarray(np.asarray(states, dtype=np.uint64).T))
         self.accepted = c.to_device(np.zeros(W, dtype=np.int64))
         self.proposed = 0
-        if max_registers is None and memory == "packed":
-            max_registers = default_packed_registers(N, single, self.threads)
-        self._k = kernels(single, min_image, inverse, unroll, memory, max_registers if memory == "packed" else None)
+        self._k = kernels(self.dtype == np.float32, min_image, inverse, unroll, memory)
         self._no_out = c.device_array((0, W, 3, N), dtype=self.dtype)
         self.n_walkers, self.n_atoms = W, N
         self._launchers = {}
