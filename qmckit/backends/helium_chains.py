@@ -29,6 +29,10 @@ GPU design (:class:`HeliumChains`), after 004 §4 with today's hardware:
   0 turns microupdate b's raw numbers into j, δ and the decision uniform; per microupdate the block
   passes one barrier (the block sum's): every thread then decides alike, and the moved atom's owner
   stores it;
+* for small N (float64 N ≤ 128, float32 N ≤ 256) the packed kernel puts several chains in a warp, G lanes
+  each, with warp barriers only, so that a microupdate's fixed costs (the sequential stream, the sum,
+  the decision) are shared; for N whose 3N coordinates do not fit in shared memory the hybrid kernel
+  keeps as many atoms there as fit and reads the rest from global memory;
 * float64 or float32 coordinates and pair sums (the random numbers are float64 either way).
 
 The analysis kernels (``energies``: V, Σ∇² ln ψ, Σ|∇ ln ψ|² per walker; ``pair_histogram``: g(r)
@@ -1077,14 +1081,16 @@ def _opt_in_shared(dispatcher, args, nbytes: int):
 
 
 class HeliumChains:
-    """W Metropolis chains of ``system`` on the GPU, one thread block of ``threads`` per chain.
+    """W Metropolis chains of ``system`` on the GPU, one thread block of ``threads`` per chain (packed:
+    ``threads / lanes`` chains per block).
 
     positions (W, N, 3) in Å; states (W, 2) uint64 (one xoroshiro128+ stream per chain);
     sigma: Gaussian step per component (Å); dtype float64 or float32; memory "shared" (all coordinates
     in shared memory during a launch), "split" (x and y there, z in global memory), "hybrid" (the
     first ``shared_atoms`` atoms there, default :func:`hybrid_atoms`, the rest in global memory),
-    "global", or "auto" (:func:`auto_memory`);
-    min_image, inverse, unroll: forms of the pair loop, see :func:`kernels`.
+    "packed" (small N: ``lanes`` lanes per chain, default :func:`default_lanes`, several chains per
+    warp; W a multiple of the chains per block), "global", or "auto" (:func:`auto_memory`; packed only
+    when W fills whole blocks); min_image, inverse, unroll: forms of the pair loop, see :func:`kernels`.
     """
 
     backend = "cuda"
