@@ -364,6 +364,18 @@ def main(argv=None):
         cpu.generate(macro)
         return system, pos, states, sigma, cpu, macro
 
+    def cpu_timings(n, n_macro=1, repeats=1):
+        """The CPU backend in the same run at N atoms: one chain on one core, and one chain per core."""
+        rows = []
+        for threads, walkers in ((1, 1), (cores, cores)):
+            numba.set_num_threads(threads)
+            r = helium4.time_generation(n, walkers, backend="cpu", n_macro=n_macro, repeats=repeats)
+            r["threads"] = threads
+            rows.append(r)
+            log(f"  cpu n={n} threads={threads}: {1e3 * r['s_per_macroupdate_per_chain']:.4f} ms/macro/chain")
+        numba.set_num_threads(cores)
+        return rows
+
     def twin_row(gpu, cpu, **fields):
         """A GPU run against the CPU kernel's chains: accept mismatches, equal streams, largest |Δr| (Å)."""
         return fields | {"accept_mismatch": int(np.abs(gpu.accepted.copy_to_host() - cpu.accepted).sum()),
@@ -449,14 +461,7 @@ def main(argv=None):
                     best["scanned"] = len(plans)
                     gpu_rows.append(best)
             if n <= (64 if smoke else 4096):
-                for threads, walkers in ((1, 1), (cores, cores)):
-                    numba.set_num_threads(threads)
-                    r = helium4.time_generation(n, walkers, backend="cpu", n_macro=1 if n >= 1000 else 4,
-                                                repeats=1 if smoke else 3)
-                    r["threads"] = threads
-                    cpu_rows.append(r)
-                    log(f"  cpu n={n} threads={threads}: {1e3 * r['s_per_macroupdate_per_chain']:.4f} ms/macro/chain")
-                numba.set_num_threads(cores)
+                cpu_rows += cpu_timings(n, 1 if n >= 1000 else 4, 1 if smoke else 3)
             results["speed"] = {"gpu": gpu_rows, "cpu": cpu_rows}
             out_path.write_text(json.dumps(results, indent=1, default=float))
 
@@ -783,16 +788,7 @@ def main(argv=None):
                             shared_atoms=24 if smoke and memory == "hybrid" else None)
                 results["memory_modes"] = rows
                 out_path.write_text(json.dumps(results, indent=1, default=float))
-        cpu_rows = []
-        for n in sorted({n for n, _ in plans}):  # the CPU backend in the same run: one core, all cores
-            for threads, walkers in ((1, 1), (cores, cores)):
-                numba.set_num_threads(threads)
-                r = helium4.time_generation(n, walkers, backend="cpu", n_macro=1, repeats=1)
-                r["threads"] = threads
-                cpu_rows.append(r)
-                log(f"  cpu n={n} threads={threads}: {1e3 * r['s_per_macroupdate_per_chain']:.2f} ms/macro/chain")
-            numba.set_num_threads(cores)
-        results["memory_modes_cpu"] = cpu_rows
+        results["memory_modes_cpu"] = [r for n in sorted({n for n, _ in plans}) for r in cpu_timings(n)]
 
     def packed():
         """The packed kernel (G lanes per chain, 32/G chains per warp) for small N: twins against the CPU
@@ -831,6 +827,7 @@ def main(argv=None):
                     time_layout(rows, n, per_sm * sms, dtype, n_macro, peaks, memory=memory, threads=threads, lanes=lanes)
                 results["packed_modes"] = rows
                 out_path.write_text(json.dumps(results, indent=1, default=float))
+        results["packed_modes_cpu"] = [r for n in sizes for r in cpu_timings(n, 4, 1 if smoke else 3)]
 
     for name, fn in (("peaks", peaks_stage), ("bandwidth", bandwidth), ("variants", variants), ("twins", twins),
                      ("packed", packed), ("memory", memory),

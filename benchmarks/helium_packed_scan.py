@@ -7,6 +7,7 @@ size; prints one line per launch configuration (time per macroupdate per chain, 
 from __future__ import annotations
 
 import argparse
+import datetime
 import itertools
 import sys
 from pathlib import Path
@@ -29,7 +30,14 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from numba import cuda
 
-    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    device = cuda.get_current_device()
+    sms = device.MULTIPROCESSOR_COUNT
+    name = device.name.decode() if isinstance(device.name, bytes) else device.name
+    print(f"<!-- {name}, {datetime.date.today().isoformat()}: benchmarks/helium_packed_scan.py {' '.join(argv or sys.argv[1:])}")
+    for n in (int(x) for x in args.sizes.split(",")):  # the CPU backend in the same run: one chain on one core
+        cpu = helium4.time_generation(n, 1, backend="cpu", n_macro=4, repeats=3)
+        print(f"     CPU (host, one core, float64) N = {n}: {1e3 * cpu['s_per_macroupdate_per_chain']:.4f} ms per macroupdate")
+    print("-->")
     print("| N | dtype | lanes | unroll | threads | chains | ms per macroupdate per chain | % FMA peak |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.sizes.split(",")):

@@ -9,9 +9,11 @@ Inputs (benchmarks/results/, all from NVIDIA H100 80GB HBM3 machines with 16 hos
                                             coordinates do not fit in shared memory but a third of the atoms do)
   helium_gpu_h100v12_2026-11-26.json        the hybrid kernel's twins, the memory modes at N = 10240 and 40960
                                             (hybrid, split, global in one run) and the CPU there
-  helium_gpu_h100packed_2026-11-26.json     the packed kernel's twins and its lanes/block scan against the
-                                            one-chain-per-block kernel (N = 64 … 1000; helium_packed_scan_…md
-                                            adds atoms per trip)
+  helium_gpu_h100packed2_2026-11-26.json    the packed kernel's twins and its lanes/block scan against the
+                                            one-chain-per-block kernel (N = 64 … 1000) with the host CPU in the
+                                            same run (helium_gpu_h100packed_… is the run before two atoms per
+                                            trip became its float64 default; helium_packed_scan_…md adds atoms
+                                            per trip)
   helium_finite_size_h100_2026-11-26.json   E, V, T against ρ (N = 1000) and N (ρ₀), S(k) at small k: the
                                             canonical-ensemble finite-size correction
   helium_gpu_h100v11_2026-11-23.json        time-to-error, pair-loop variants with their SASS
@@ -118,7 +120,7 @@ def memory_roof(speed: list, dtype: str) -> dict:
 def build() -> dict:
     main, speed_run, memory_run, packed_run, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
         "helium_gpu_h100v11_2026-11-23", "helium_gpu_h100v14_2026-11-26", "helium_gpu_h100v12_2026-11-26",
-        "helium_gpu_h100packed_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
+        "helium_gpu_h100packed2_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
         "helium_gpu_h100v3masking_2026-11-23", "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
@@ -296,7 +298,7 @@ def markdown(d: dict) -> str:
             "Goal ≤ 10 ms.", "", roofline_summary(d), "",
             "## Kernel layouts compared (helium_gpu_h100v12 for N = 10240 and 40960, hybrid: the first "
             f"{hybrid_atoms(10240, 8)} (float64) or {hybrid_atoms(40960, 4)} (float32) atoms in shared memory; "
-            "helium_gpu_h100packed for N ≤ 1000, packed: `lanes` lanes per chain, 32/lanes chains per warp, "
+            "helium_gpu_h100packed2 for N ≤ 1000, packed: `lanes` lanes per chain, 32/lanes chains per warp, "
             "against the one-chain-per-block shared kernel; default atoms per trip)", "",
             "| N | dtype | memory | threads | lanes | atoms per trip | chains | ms per macroupdate per chain | "
             "% measured peak |", "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
