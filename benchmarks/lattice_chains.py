@@ -15,6 +15,7 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
   gpu       the full workload on the GPU (one launch per phase; synchronize + perf_counter around each
             launch, compile excluded by a warm-up; median of ``--repeats``); energies per site
             (chain means ± std/√W), acceptance, A⁻¹ drift; Sherman–Morrison FLOP/s vs the fp64 peak;
+            with proposals in batches of 8 (the default, "gpu") and one at a time ("gpu_batch1");
   cpu1      one CPU core (numba.set_num_threads(1)), the 32 chains one after another, at
             ``--sweeps-scale`` × the sweep counts, from the GPU's equilibrated configurations, extrapolated
             linearly to 5000 + 5000 sweeps (marked "extrapolated" in every table);
@@ -23,6 +24,8 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
   (``--algorithm thesis|tracked|both``, default both: the twin and gpu stages run the thesis kernel and/or the
   tracked one (F and G kept up to date between moves, O(1) hop and O(M) swap ratios), the tracked one also with
   refresh_every = 10; the other stages stay on the thesis algorithm)
+  phases    L = 5, 9, 15, batch 8 and 1: thread 0's clock cycles per sweep by phase (draws, batch sums,
+            decisions, updates, rebuilds, measurements; lattice_cuda.CYCLE_PHASES), at ``--scan-scale``;
   layout    L = 15: T_P ∈ {1, 2, 4, 8} × bfactor ∈ {4, 8, 16, 32}, at ``--layout-scale`` × the sweeps;
   chains    L = 15 (and 9): 32, 132, 264, 528, 1056 chains: chain·sweeps per second, at ``--scan-scale``.
 
@@ -214,10 +217,10 @@ def acceptance(counts):
             "singular_swap_rebuilds": int(c[REBUILDS])}
 
 
-def gpu_run(L, chains, n_eq, n_acc, refresh, tp=None, bf=8, keep_state=False, algorithm="thesis"):
+def gpu_run(L, chains, n_eq, n_acc, refresh, tp=None, bf=8, keep_state=False, algorithm="thesis", batch=None):
     system, state, states = start(L, chains)
     gpu = lc.CudaChains(system, state, states, refresh_every=refresh, threads_per_column=tp, bfactor=bf,
-                        algorithm=algorithm)
+                        algorithm=algorithm, batch=batch if algorithm == "thesis" else None)
     gpu.kernel_info()  # compiles (or fetches) this layout's kernel before the clock starts
     t_eq, _ = gpu_phase(gpu, n_eq, False)
     eq_state = (gpu.host_state(), gpu.states_to_host()) if keep_state else None
@@ -262,22 +265,26 @@ def stage_warmup(cfg, results):
 
 def stage_twin(cfg, results):
     out = {}
-    jobs = [(L, layout, "thesis") for L, layout in cfg["twin_Ls"]] if "thesis" in cfg["algorithms"] else []
+    jobs = [(L, layout, "thesis", None) for L, layout in cfg["twin_Ls"]] if "thesis" in cfg["algorithms"] else []
+    if "thesis" in cfg["algorithms"]:  # one proposal at a time (batch 1), where the default batches them
+        jobs += [(L, layout, "thesis", 1) for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
     if "tracked" in cfg["algorithms"]:
-        jobs += [(L, layout, "tracked") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
-    for L, layout, algorithm in jobs:
+        jobs += [(L, layout, "tracked", None) for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
+    for L, layout, algorithm, batch in jobs:
         system, state, states = start(L, cfg["chains"])
         cpu = CpuChains(system, {k: np.array(v) for k, v in state.items()}, np.array(states), refresh_every=1,
                         algorithm=algorithm)
         gpu = lc.CudaChains(system, state, states, refresh_every=1, threads_per_column=layout[0], bfactor=layout[1],
-                            algorithm=algorithm)
+                            algorithm=algorithm, batch=batch)
         e_cpu = cpu.sweep(cfg["twin_sweeps"], measure=True)
         e_gpu = gpu.sweep(cfg["twin_sweeps"], measure=True)
         host = gpu.host_state()
         key = f"{L}" if layout == (4, 8) else f"{L} (T_P={layout[0]}, bfactor={layout[1]})"
         if algorithm == "tracked":
             key = f"tracked {key}"
-        out[key] = {"algorithm": algorithm,
+        elif batch == 1:
+            key = f"batch 1: {key}"
+        out[key] = {"algorithm": algorithm, "batch": gpu.batch if algorithm == "thesis" else None,
             "chains": cfg["chains"], "sweeps": cfg["twin_sweeps"], "L": L, "T_P": layout[0], "bfactor": layout[1],
             "threads": gpu.threads, "max_registers": gpu.max_registers,
             "counts_equal": bool(np.array_equal(cpu.counts, gpu.counts)),
@@ -295,24 +302,26 @@ def stage_twin(cfg, results):
 
 
 def gpu_variants(cfg):
-    """(results key, algorithm, refresh_every) of the gpu stage's runs."""
+    """(results key, algorithm, refresh_every, batch) of the gpu stage's runs: the thesis algorithm with the
+    default batch ("gpu") and one proposal at a time ("gpu_batch1"), the tracked one."""
     out = []
     if "thesis" in cfg["algorithms"]:
-        out.append(("gpu", "thesis", cfg["refresh"]))
+        out.append(("gpu", "thesis", cfg["refresh"], None))
+        out.append(("gpu_batch1", "thesis", cfg["refresh"], 1))
     if "tracked" in cfg["algorithms"]:
-        out.append(("gpu_tracked", "tracked", cfg["refresh"]))
+        out.append(("gpu_tracked", "tracked", cfg["refresh"], None))
         if cfg["refresh"] != 10:
-            out.append(("gpu_tracked_refresh10", "tracked", 10))
+            out.append(("gpu_tracked_refresh10", "tracked", 10, None))
     return out
 
 
 def stage_gpu(cfg, results, info):
-    for key, algorithm, refresh in gpu_variants(cfg):
-        log(f"  [{key}] algorithm {algorithm}, refresh_every {refresh}")
-        stage_gpu_variant(cfg, results, info, key, algorithm, refresh)
+    for key, algorithm, refresh, batch in gpu_variants(cfg):
+        log(f"  [{key}] algorithm {algorithm}, refresh_every {refresh}, batch {batch}")
+        stage_gpu_variant(cfg, results, info, key, algorithm, refresh, batch)
 
 
-def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh):
+def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh, batch=None):
     out = {}
     cfg = dict(cfg, refresh=refresh)
     peak = info.get("peak_fp64_tflops")
@@ -321,7 +330,7 @@ def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh):
         keep = None
         for r in range(cfg["repeats"] if L < 15 else min(cfg["repeats"], 2)):
             run = gpu_run(L, cfg["chains"], cfg["n_eq"], cfg["n_acc"], cfg["refresh"], keep_state=(r == 0),
-                          algorithm=algorithm)
+                          algorithm=algorithm, batch=batch)
             reps.append(run)
             if r == 0:
                 keep = run
@@ -336,7 +345,7 @@ def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh):
         row = {"algorithm": algorithm, "L": L, "n_sites": system.n_sites, "n_electrons": system.n_electrons, "M": system.size,
                "chains": cfg["chains"], "sweeps": [cfg["n_eq"], cfg["n_acc"]], "refresh_every": cfg["refresh"],
                "threads": gpu.threads, "T_P": gpu.threads_per_column, "bfactor": gpu.bfactor,
-               "shared_bytes": gpu.shared_bytes, "t_eq_s": t_eq, "t_acc_s": t_acc, "t_total_s": total, "t_total_median_s": t_med,
+               "batch": gpu.batch if algorithm == "thesis" else None, "shared_bytes": gpu.shared_bytes, "t_eq_s": t_eq, "t_acc_s": t_acc, "t_total_s": total, "t_total_median_s": t_med,
                "chain_sweeps_per_s": cfg["chains"] * (cfg["n_eq"] + cfg["n_acc"]) / t_med,
                "proposals_per_s_per_chain": system.n_electrons * (cfg["n_eq"] + cfg["n_acc"]) / t_med,
                "acceptance": acceptance(gpu.counts), "drift_max": float(gpu.drift.max()),
@@ -424,6 +433,28 @@ def stage_norefresh(cfg, results):
                        "energy": energy_summary(run["system"], run["energies"])}
         log(f"  no rebuild L={L}: {out[str(L)]['t_total_s']:.3f} s")
     results["gpu_no_rebuild"] = out
+
+
+def stage_phases(cfg, results):
+    """Where a chain's time goes: thread 0's clock cycles by phase (lattice_cuda.CYCLE_PHASES), per
+    sweep, for batch 8 and 1, at ``--scan-scale`` × the sweeps (equilibration and accumulation each)."""
+    out = {}
+    for L in cfg["Ls"]:
+        for batch in (8, 1):
+            n = max(1, round(cfg["n_eq"] * cfg["scan_scale"]))
+            run = gpu_run(L, cfg["chains"], n, n, cfg["refresh"], batch=batch)
+            gpu = run["chains"]
+            cycles = {k: float(v.mean()) / (2 * n) for k, v in gpu.cycle_counts().items()}
+            total = sum(cycles.values())
+            t = run["t_eq"] + run["t_acc"]
+            row = {"L": L, "batch": batch, "sweeps": [n, n], "t_s": t, "t_per_sweep_us": 1e6 * t / (2 * n),
+                   "cycles_per_sweep": cycles, "cycles_per_sweep_total": total,
+                   "clock_ghz_implied": total * 2 * n / t / 1e9,
+                   "proposals_per_sweep": gpu.moves_per_sweep, "acceptance": acceptance(gpu.counts)}
+            out[f"{L}/{batch}"] = row
+            log(f"  phases L={L} batch={batch}: {1e6 * t / (2 * n):.1f} µs per sweep; cycles per sweep "
+                + ", ".join(f"{k} {v:.0f}" for k, v in cycles.items()))
+    results["phases"] = out
 
 
 def stage_layout(cfg, results, budget):
@@ -514,7 +545,7 @@ def markdown(results):
         lines.append(f"fp64 peak assumed: {m['gpu'].get('peak_fp64_tflops')} TFLOP/s ({m['gpu'].get('peak_source')}); "
                      "SM FLOP/s = 4M² per Sherman–Morrison step (one per accepted hop, two per accepted swap) / GPU time.")
         lines.append("")
-    variants = [(k, results[k]) for k in ("gpu", "gpu_tracked", "gpu_tracked_refresh10") if results.get(k)]
+    variants = [(k, results[k]) for k in ("gpu", "gpu_batch1", "gpu_tracked", "gpu_tracked_refresh10") if results.get(k)]
     if variants:
         lines.append("GPU algorithms (32 chains unless smoke; total s = median of repeats; E/N_s = chain mean ± std/√W):")
         lines.append("")
@@ -545,6 +576,19 @@ def markdown(results):
     if nr:
         lines.append("GPU without periodic rebuilds (refresh_every = 0): " +
                      ", ".join(f"L={k}: {fmt(v['t_total_s'], 3)} s" for k, v in nr.items()))
+        lines.append("")
+    ph = results.get("phases")
+    if ph:
+        names = list(next(iter(ph.values()))["cycles_per_sweep"])
+        lines.append("Where a chain's time goes: thread 0's clock cycles per sweep by phase (barrier waits included; "
+                     "half the sweeps measured), 32 chains:")
+        lines.append("")
+        lines.append("| L | batch | sweeps | µs per sweep | " + " | ".join(names) + " | total |")
+        lines.append("|---|---|---|---|" + "---|" * (len(names) + 1))
+        for r in ph.values():
+            c = r["cycles_per_sweep"]
+            lines.append(f"| {r['L']} | {r['batch']} | {r['sweeps'][0]}+{r['sweeps'][1]} | {r['t_per_sweep_us']:.1f} | "
+                         + " | ".join(f"{c[k]:.0f}" for k in names) + f" | {r['cycles_per_sweep_total']:.0f} |")
         lines.append("")
     lay = results.get("layout_scan")
     if lay and lay["rows"]:
@@ -580,7 +624,7 @@ def main(argv=None):
     ap.add_argument("--layout-scale", type=float, default=0.05, help="GPU T_P × bfactor scan sweeps fraction")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--refresh-every", type=int, default=REFRESH_EVERY)
-    ap.add_argument("--stages", default="twin,gpu,cpu1,cpuall,norefresh,layout,chains")
+    ap.add_argument("--stages", default="twin,gpu,cpu1,cpuall,norefresh,phases,layout,chains")
     ap.add_argument("--algorithm", choices=("thesis", "tracked", "both"), default="both",
                     help="chain algorithm(s) of the twin and gpu stages (the others run the thesis algorithm)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (for the CUDA simulator)")
@@ -668,6 +712,8 @@ def main(argv=None):
                                               scale_all, 3))
     if "norefresh" in stages:
         run_stage("norefresh", lambda: stage_norefresh(cfg, results))
+    if "phases" in stages:
+        run_stage("phases", lambda: stage_phases(cfg, results))
     if "layout" in stages:
         run_stage("layout", lambda: stage_layout(cfg, results, budget))
     if "chains" in stages:

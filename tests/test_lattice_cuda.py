@@ -21,9 +21,11 @@ from qmckit.systems.lattice_rvb import LatticeRVB
 
 MARKER = "LATTICE_CUDA_RESULTS="
 
-# name: (system parameters, chains, plan of (sweeps, measure), refresh_every, T_P, bfactor)
+# name: (system parameters, chains, plan of (sweeps, measure), refresh_every, T_P, bfactor[, batch]); the
+# proposals go 8 at a time (lattice_cuda.BATCH) unless the case names batch 1
 CASES = {
     "twin": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8),
+    "single": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8, 1),  # one proposal at a time
     "layout": (dict(L=3, doping=0.2), 2, [(3, True)], 1, 2, 4),
     "wide": (dict(L=3, doping=0.2), 1, [(2, True)], 1, 8, 32),  # 64 threads, 3 row rounds of 32
     "free": (dict(L=5, doping=0.6, free=True, J=0.0), 1, [(1, False), (2, True)], 2, 16, 2),  # 96 threads
@@ -66,11 +68,11 @@ def _child() -> dict:
     from qmckit.backends.lattice_chains import CpuChains
 
     out = {"simulated": lc.simulated(), "available": lc.available(), "cases": {}}
-    for name, (params, chains, plan, refresh, tp, bf) in CASES.items():
+    for name, (params, chains, plan, refresh, tp, bf, *batch) in CASES.items():
         system, state, states = _start(params, chains)
         cpu = CpuChains(system, _copy(state), states.copy(), refresh_every=refresh)
         gpu = lc.CudaChains(system, _copy(state), states.copy(), refresh_every=refresh, threads_per_column=tp,
-                            bfactor=bf)
+                            bfactor=bf, batch=batch[0] if batch else None)
         e_cpu, e_gpu = [], []
         for step, (n, measure) in enumerate(plan):
             e_cpu.append(cpu.sweep(n, measure))
@@ -81,7 +83,7 @@ def _child() -> dict:
         e_cpu, e_gpu = np.concatenate(e_cpu, axis=1), np.concatenate(e_gpu, axis=1)
         host = gpu.host_state()
         case = {
-            "threads": gpu.threads,
+            "threads": gpu.threads, "batch": gpu.batch,
             "counts_cpu": cpu.counts.tolist(), "counts_gpu": gpu.counts.tolist(),
             "sites_equal": {key: bool(np.array_equal(host[key], cpu.state[key]))
                             for key in ("up_site", "dn_site", "up_at", "dn_at")},
@@ -178,6 +180,19 @@ def test_bad_options_raise_clear_errors():
     big = LatticeRVB(L=15, doping=0.1)
     with pytest.raises(ValueError, match="threads per block"):
         lc.CudaChains(big, {}, np.zeros((1, 2), np.uint64), threads_per_column=16)
+    for bad in (4, 0, True):
+        with pytest.raises(ValueError, match="batch must be 1 or 8"):
+            lc.CudaChains(system, state, states, batch=bad)
+
+
+@pytest.mark.parametrize("size", [3, 13, 38, 103, 104, 117])
+def test_batch_rows_are_padded_to_whole_steps_on_distinct_banks(size):
+    """A batch row holds M values and the zero padding up to the next multiple of 4 (one tensor-core k step);
+    its stride is 4 mod 16 doubles, so the 8 rows × 4 columns a warp reads per step spread evenly over the banks."""
+    ld = lc.batch_stride(size)
+    assert ld >= -(-size // 4) * 4 and ld % 16 == 4 and ld - size < 20
+    banks = {((row * ld + col) * 2) % 32 for row in range(8) for col in range(4)}
+    assert len(banks) == 16  # 32 doubles, two on each of the 16 bank pairs: two wavefronts, the least for 256 B
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,7 +217,7 @@ def test_gpu_chain_equals_cpu_twin(sim, name):
 
 
 def test_the_twin_cases_exercise_hops_and_swaps(sim):
-    for name in ("twin", "layout", "wide", "square", "unrolled"):
+    for name in ("twin", "single", "layout", "wide", "square", "unrolled"):
         counts = np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)
         assert counts[1] > 0 and counts[3] > 0, (name, counts)  # accepted hops and accepted swaps
     free = np.array(sim["cases"]["free"]["counts_gpu"]).sum(axis=0)

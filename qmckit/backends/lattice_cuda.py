@@ -38,6 +38,19 @@ GPU design (study 000 §4, on today's hardware)
   reduction of three sums (f_k, Σ_c A⁻¹[l,c] φ(R↑_c, a), Σ_{c≠k} f_c φ(R↑_c, a)); an accepted swap is
   two Sherman–Morrison steps in the CPU's order (their first ratios come out of those sums, the
   column sums f_c of the up step too);
+* proposals in batches of 8 (``batch=8``, the default; ``batch=1`` is the one-at-a-time path above):
+  until a proposal is accepted the configuration stays, so 8 consecutive proposals of the CPU's stream
+  can be evaluated against one A⁻¹, and the first accepted one ends the batch with the stream set back
+  to just after its decision — the same Markov chain, proposal for proposal (the twins stay identical).
+  A warp draws a batch in parallel (``parse_batch``: lane i makes draw i of the next 32, ballots give
+  every draw's occupations as a target, and the proposals are parsed from the bit masks in the CPU's
+  order); lane s works out proposal s and the block gathers its rows P_s = φ(xs, R↓) and W_s = φ(R↑, ys)
+  into shared memory (one barrier). ``batch_sums`` then forms F = P·A⁻¹ (8 × M) on the float64 tensor
+  cores (PTX ``mma.sync.m8n8k4.f64``, inline assembly: ``_dmma``) with z_s = Σ_{c≠k} F[s, c] W_s[c]
+  and y_s = Σ_c A⁻¹[row_s, c] W_s[c], from which every swap and hop ratio follows as in the one-at-a-
+  time path (one barrier); lane s decides proposal s and a ballot finds the first accepted one. An
+  accepted up step takes F's row as its column sums. At L = 15, x ≈ 0.1 (acceptance 6.5 %) a batch
+  covers about 6.4 proposals;
 * the rebuild is an in-block Gauss–Jordan elimination with partial pivoting, in place in shared
   memory (rows by warp, columns by lane; row interchanges undone as column interchanges at the end);
   the previous A⁻¹ is kept in per-chain global scratch for the drift;
@@ -45,9 +58,13 @@ GPU design (study 000 §4, on today's hardware)
   (N_s × M) that ``local_energy`` reads, in per-chain global scratch: F's rows at the sites without an
   up electron, G's columns at the empty sites (listed first, in shared memory; 124 of 226 rows and 22
   of 226 columns at L = 15, x ≈ 0.1) — the Φ rows are gathered into a shared tile 16 sites at a time,
-  each thread forms 4 rows of a column from shared memory — then the hop terms (one per thread) and
-  the exchange terms (one warp per bond, its lanes splitting the sums over c, G[l, a] among them) of
-  ``local_energy`` (same formulas), reduced over the block;
+  then multiplied with A⁻¹ on the tensor cores (``tile_product_mma``; the simulator: each thread forms
+  4 rows of a column) — then the hop terms (one per thread) and the exchange terms (one warp per
+  bond, its lanes splitting the sums over c, G[l, a] among them; on a GPU each warp skips the bonds
+  without an up–down pair) of ``local_energy`` (same formulas), reduced over the block;
+* thread 0 counts its clock cycles by phase (:data:`CYCLE_PHASES`: draws, batch sums, decisions,
+  updates, rebuilds, measurements; :meth:`CudaChains.cycle_counts`), barrier waits included — where
+  a chain's time goes, measured in every launch at the cost of a few instructions per batch;
 * every exchange of data between threads crosses a ``syncthreads`` barrier or is a ``*_sync`` warp
   shuffle with the full mask at a point all 32 lanes reach (no warp-synchronous code: correct on
   Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
@@ -139,6 +156,13 @@ def available() -> bool:
         return False
 
 
+def default_batch(size: int) -> int:
+    """Proposals evaluated together (:class:`CudaChains`'s ``batch``) for a matrix side M = ``size``: 8 at
+    every size measured (an H200, lattice_chains_h200_2026-11-26: L = 5, 9, 15 in 0.59, 1.20, 4.00 s with
+    8 against 0.62, 1.69, 7.42 s one at a time, the same build)."""
+    return BATCH
+
+
 def block_threads(size: int, threads_per_column: int = 4, bfactor: int = 8) -> int:
     """Threads per block: T_P·M rounded up to a multiple of 32 (and of ``bfactor``)."""
     step = int(np.lcm(32, bfactor))
@@ -157,14 +181,36 @@ def reduction_ints(threads: int) -> int:
 
 
 TILE = 16  # columns of a measurement tile (Φ rows gathered into shared memory)
+BATCH = 8  # proposals evaluated together against one A⁻¹ (the m = 8 rows of a float64 tensor-core tile)
+BATCH_DOUBLES = 6  # per proposal: decision uniform, A⁻¹[l, k], φ(b, a), φ(a, a), F[s, col_s], y_s
+BATCH_INTS = 9  # per proposal: kind, label, target, k, l, a, b, col_s, row_s
+# the phases of a chain whose clock cycles (thread 0's, barriers included) a launch adds up
+CYCLE_PHASES = ("draws", "batch sums", "decisions", "updates", "rebuilds", "measurements")
+
+
+def batch_stride(size: int) -> int:
+    """Row stride of a batch's staged vectors in shared memory: M rounded up to a multiple of 4 (the k
+    of a tensor-core step; the padding stays zero) and then to 4 mod 16, so that the 8 rows × 4
+    columns a warp reads for one step fall on distinct bank pairs (two wavefronts, the least for 256 B)."""
+    m4 = -(-size // 4) * 4
+    return m4 + ((4 - m4) & 15)
+
+
+def batch_slots(threads: int) -> int:
+    """Partial-sum slots per proposal of a batch's block reduction: one per warp (the simulator: one)."""
+    return 1 if simulated() else max(threads // 32, 1)
 
 
 def shared_bytes(size: int, n_sites: int, threads: int) -> int:
     """Dynamic shared memory of one block: A⁻¹ (M²), four vectors (M), a measurement tile (16·M), the
-    reduction slots and the counters (float64), then the site lists, occupations, pivots, permutation
-    and argmax indices, and the measurement's two site lists and their counts (int32)."""
-    doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + N_COUNTERS
-    ints = 4 * size + 2 * n_sites + reduction_ints(threads) + 2 * n_sites + 2
+    reduction slots, the counters and cycle counts, a proposal batch's staged vectors and F rows (3 × 8 rows of
+    :func:`batch_stride`) and its per-proposal numbers and partial sums in two alternating buffers
+    (float64), then the site lists, occupations, pivots, permutation and argmax indices, the
+    measurement's two site lists and their counts, and the batch's per-proposal integers (two buffers,
+    int32)."""
+    batch = 3 * BATCH * batch_stride(size) + 2 * BATCH * (BATCH_DOUBLES + batch_slots(threads))
+    doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + N_COUNTERS + len(CYCLE_PHASES) + batch
+    ints = 4 * size + 2 * n_sites + reduction_ints(threads) + 2 * n_sites + 2 + 2 * BATCH * BATCH_INTS
     return 8 * doubles + 4 * ints
 
 
@@ -189,6 +235,55 @@ def default_max_registers(threads: int) -> int:
     return int(max(32, min(255, (int(0.82 * 65536) // threads) // 8 * 8)))
 
 
+def _dmma():
+    """One float64 tensor-core step of a warp, D = A·B + C with A 8×4, B 4×8, C and D 8×8 (PTX
+    ``mma.sync.aligned.m8n8k4.row.col.f64``, sm_80 and later; inline assembly: numba-cuda has no
+    intrinsic for it). Lane λ holds A[λ >> 2, λ & 3], B[λ & 3, λ >> 2] and C, D[λ >> 2, 2(λ & 3) + v]
+    for v = 0, 1: ``dmma(a, b, c0, c1) -> (d0, d1)``. Every lane of the warp must call it together."""
+    from llvmlite import ir
+    from numba import types as nt
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def dmma(typingctx, a, b, c0, c1):
+        if any(x != nt.float64 for x in (a, b, c0, c1)):
+            return None
+        sig = nt.UniTuple(nt.float64, 2)(nt.float64, nt.float64, nt.float64, nt.float64)
+
+        def codegen(context, builder, signature, args):
+            d = ir.DoubleType()
+            fnty = ir.FunctionType(ir.LiteralStructType([d, d]), [d, d, d, d])
+            out = builder.asm(fnty, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {$0, $1}, {$2}, {$3}, {$4, $5};",
+                              "=d,=d,d,d,d,d", args, side_effect=False)
+            return context.make_tuple(builder, signature.return_type,
+                                      [builder.extract_value(out, 0), builder.extract_value(out, 1)])
+
+        return sig, codegen
+
+    return dmma
+
+
+def _clock64():
+    """The SM's 64-bit cycle counter (PTX ``%clock64``, inline assembly) as a device function."""
+    from llvmlite import ir
+    from numba import types as nt
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def clock64(typingctx):
+        def codegen(context, builder, signature, args):
+            fnty = ir.FunctionType(ir.IntType(64), [])
+            return builder.asm(fnty, "mov.u64 $0, %clock64;", "=l", [], side_effect=True)
+
+        return nt.uint64(), codegen
+
+    return clock64
+
+
+def _clock64_sim():
+    return np.uint64(0)
+
+
 @functools.lru_cache(maxsize=None)
 def kernels(max_registers: int = 255) -> dict:
     """The chain kernel, compiled lazily, one per register cap (``max_registers`` per thread)."""
@@ -200,8 +295,10 @@ def kernels(max_registers: int = 255) -> dict:
     SIM = simulated()
     dev = c.jit(**cuda_rng._DEVICE_KW)
     uniform = cuda_rng.uniform
+    next_uint64 = cuda_rng.next_uint64
     f64 = numba.float64
     i32 = numba.int32
+    i64 = numba.int64
     u32 = numba.uint32
     u64 = numba.uint64
     FULL = 0xFFFFFFFF
@@ -563,15 +660,42 @@ def kernels(max_registers: int = 255) -> dict:
         """A[e + (l' − l)/p_step · a_step] ← updated(·, keep, f, cpy[l'] / ratio) over l' = l, l + p_step,
         … < M: one row or column slice of a Sherman–Morrison step.
 
-        Four elements per trip, all loads before the stores (A and cpy are views of one shared array, so
-        the compiler may not move a load above an earlier store: one trip per element would wait for
-        a shared-memory latency each)."""
+        Eight, then four elements per trip, all loads before the stores (A and cpy are views of one shared
+        array, so the compiler may not move a load above an earlier store: one trip per element would wait
+        for a shared-memory latency each)."""
         a_step = u32(a_step)
         p_step = u32(p_step)
         e = u32(e)
         l = u32(l)
         M = u32(M)
-        while l + u32(3 * p_step) < M:
+        while l + u32(7 * p_step) < M:
+            a0 = A[e]
+            a1 = A[u32(e + a_step)]
+            a2 = A[u32(e + 2 * a_step)]
+            a3 = A[u32(e + 3 * a_step)]
+            a4 = A[u32(e + 4 * a_step)]
+            a5 = A[u32(e + 5 * a_step)]
+            a6 = A[u32(e + 6 * a_step)]
+            a7 = A[u32(e + 7 * a_step)]
+            c0 = cpy[l] * inv_r
+            c1 = cpy[u32(l + p_step)] * inv_r
+            c2 = cpy[u32(l + 2 * p_step)] * inv_r
+            c3 = cpy[u32(l + 3 * p_step)] * inv_r
+            c4 = cpy[u32(l + 4 * p_step)] * inv_r
+            c5 = cpy[u32(l + 5 * p_step)] * inv_r
+            c6 = cpy[u32(l + 6 * p_step)] * inv_r
+            c7 = cpy[u32(l + 7 * p_step)] * inv_r
+            A[e] = updated(a0, keep, f, c0)
+            A[u32(e + a_step)] = updated(a1, keep, f, c1)
+            A[u32(e + 2 * a_step)] = updated(a2, keep, f, c2)
+            A[u32(e + 3 * a_step)] = updated(a3, keep, f, c3)
+            A[u32(e + 4 * a_step)] = updated(a4, keep, f, c4)
+            A[u32(e + 5 * a_step)] = updated(a5, keep, f, c5)
+            A[u32(e + 6 * a_step)] = updated(a6, keep, f, c6)
+            A[u32(e + 7 * a_step)] = updated(a7, keep, f, c7)
+            l = u32(l + 8 * p_step)
+            e = u32(e + 8 * a_step)
+        if l + u32(3 * p_step) < M:
             a0 = A[e]
             a1 = A[u32(e + a_step)]
             a2 = A[u32(e + 2 * a_step)]
@@ -642,6 +766,297 @@ def kernels(max_registers: int = 255) -> dict:
             cpy[i] = A[i * M + k]
             i += T
         return pk, pd, ps
+
+    # --- a batch of proposals against one A⁻¹ -----------------------------------------------------
+    NB = BATCH
+    BD = BATCH_DOUBLES
+    BI = BATCH_INTS
+    NT = len(CYCLE_PHASES)
+    dmma = None if SIM else _dmma()
+    clock64 = _clock64_sim if SIM else _clock64()
+
+    @dev
+    def batch_ratio(bints, bdbs, zps, bi0, bd0, z0, s, NZ):
+        """The ratio of proposal s of a batch from its shared numbers: ratio_swap from (F[s, k], y_s, z_s)
+        (the z_s partials added in slot order), F[s, label] for an up hop, y_s for a down hop."""
+        kind = bints[bi0 + s * BI]
+        q = bd0 + s * BD
+        if kind == 2:
+            zs = 0.0
+            for w2 in range(NZ):
+                zs += zps[z0 + w2 * NB + s]
+            alk = bdbs[q + 1]
+            return alk * bdbs[q + 2] + bdbs[q + 4] * (bdbs[q + 5] - alk * bdbs[q + 3]) - alk * zs
+        return bdbs[q + 4] if kind == 1 else bdbs[q + 5]
+
+    @dev
+    def parse_batch(st, up_at, dn_at, n2, NS, nbmax):
+        """Up to ``nbmax`` proposals from the stream's next 32 draws, by a whole warp: lane i makes draw i
+        (every lane steps the generator 32 times and keeps its own), reads it as an electron and as a
+        target site with its occupations (ballots), then every lane parses the same proposals from the
+        masks in the order lattice_chains.propose draws them (electron, targets until one has no electron
+        of that spin, decision). Returns (n, e, target, u, s0, s1): the number of complete proposals, and
+        for proposal ``lane`` (lane < n) its electron draw, target, decision uniform and the stream just
+        after its decision (int64 bits); leaves ``st`` where proposal n − 1 ended (where it began if n = 0).
+        The same in every warp."""
+        lane = cuda.threadIdx.x & 31
+        b0 = st[0, 0]
+        b1 = st[0, 1]
+        p0 = u64(0)  # the stream before draw `lane`
+        p1 = u64(0)
+        for step in range(32):
+            if step == lane:
+                p0 = st[0, 0]
+                p1 = st[0, 1]
+            next_uint64(st, 0)
+        st[0, 0] = p0  # draw `lane` once more, from its own state: the draw and the stream after it
+        st[0, 1] = p1
+        u = uniform(st, 0)
+        m0 = i64(st[0, 0])  # (int64 bits: shuffles take signed 64-bit integers)
+        m1 = i64(st[0, 1])
+        tgt = min(int(u * NS), NS - 1)
+        el = min(int(u * n2), n2 - 1)
+        up_mask = u32(cuda.ballot_sync(FULL, up_at[tgt] >= 0))
+        dn_mask = u32(cuda.ballot_sync(FULL, dn_at[tgt] >= 0))
+        spins = u32(cuda.ballot_sync(FULL, (el & 1) == 1))
+        n = 0
+        pos = 0
+        last = -1
+        my_p = 0  # this lane's proposal: the positions of its electron and target draws
+        my_q = 0
+        while n < nbmax and pos < 30:
+            taken = up_mask if (spins >> u32(pos)) & u32(1) == u32(1) else dn_mask
+            free = ~taken & (u32(0xFFFFFFFF) << u32(pos + 1))
+            if free == u32(0):
+                break
+            q = cuda.ffs(free) - 1
+            if q >= 31:
+                break
+            if lane == n:
+                my_p = pos
+                my_q = q
+            last = q + 1
+            n += 1
+            pos = q + 2
+        my_e = cuda.shfl_sync(FULL, el, my_p)
+        my_t = cuda.shfl_sync(FULL, tgt, my_q)
+        my_u = cuda.shfl_sync(FULL, u, my_q + 1)
+        my_0 = cuda.shfl_sync(FULL, m0, my_q + 1)
+        my_1 = cuda.shfl_sync(FULL, m1, my_q + 1)
+        if last >= 0:
+            st[0, 0] = u64(cuda.shfl_sync(FULL, m0, last))
+            st[0, 1] = u64(cuda.shfl_sync(FULL, m1, last))
+        else:  # nothing parsed: back to where the batch began
+            st[0, 0] = b0
+            st[0, 1] = b1
+        return n, my_e, my_t, my_u, my_0, my_1
+
+    @dev
+    def gather8(table, col, x0, x1, x2, x3, x4, x5, x6, x7, out, LD, j):
+        """out[s·LD + j] = table[x_s, col] for s < 8 (0 where x_s < 0): all eight loads issued before the
+        first store (a store waits for its value, and the compiler may not move a load of the same shared
+        memory above it)."""
+        v0 = table[x0, col] if x0 >= 0 else 0.0
+        v1 = table[x1, col] if x1 >= 0 else 0.0
+        v2 = table[x2, col] if x2 >= 0 else 0.0
+        v3 = table[x3, col] if x3 >= 0 else 0.0
+        v4 = table[x4, col] if x4 >= 0 else 0.0
+        v5 = table[x5, col] if x5 >= 0 else 0.0
+        v6 = table[x6, col] if x6 >= 0 else 0.0
+        v7 = table[x7, col] if x7 >= 0 else 0.0
+        out[j] = v0
+        out[LD + j] = v1
+        out[2 * LD + j] = v2
+        out[3 * LD + j] = v3
+        out[4 * LD + j] = v4
+        out[5 * LD + j] = v5
+        out[6 * LD + j] = v6
+        out[7 * LD + j] = v7
+
+    @dev
+    def derive(valid, e, target, u, projected, up_site, dn_site, up_at, dn_at, A, M, pair, pairT, bints, bdbs, qi,
+               qd, write):
+        """Proposal (electron draw e, target, decision uniform u) worked out: kind (0 down hop, 1 up hop, 2
+        swap), labels and sites; with ``write``, its record at bints[qi:qi + 9] (kind, label, target, k, l, a,
+        b, col_s, row_s) and bdbs[qd:qd + 4] (u, and for a swap A⁻¹[l, k], φ(b, a), φ(a, a)). Returns the
+        sites (xs, ys) of its P row φ(xs, R↓) and W row φ(R↑, ys), −1 for none (and both −1 if not valid)."""
+        if not valid:
+            if write:
+                bints[qi + 7] = -1
+                bints[qi + 8] = -1
+            return -1, -1
+        label = e >> 1
+        spin = e & 1
+        other = dn_at[target] if spin == 1 else up_at[target]
+        kind = 2 if projected and other >= 0 else spin
+        k = 0
+        l = 0
+        a = 0
+        b = 0
+        xs = target if kind == 1 else -1
+        ys = target if kind == 0 else -1
+        if kind == 2:
+            k = label if spin == 1 else up_at[target]
+            l = other if spin == 1 else label
+            a = up_site[k]
+            b = dn_site[l]
+            xs = b
+            ys = a
+        if write:
+            bints[qi] = kind
+            bints[qi + 1] = label
+            bints[qi + 2] = target
+            bints[qi + 3] = k
+            bints[qi + 4] = l
+            bints[qi + 5] = a
+            bints[qi + 6] = b
+            bints[qi + 7] = k if kind == 2 else (label if kind == 1 else -1)
+            bints[qi + 8] = l if kind == 2 else (label if kind == 0 else -1)
+            bdbs[qd] = u
+            if kind == 2:
+                bdbs[qd + 1] = A[l * M + k]
+                bdbs[qd + 2] = pair[b, a]
+                bdbs[qd + 3] = pairT[a, a]
+        return xs, ys
+
+    @dev
+    def batch_sums_mma(A, M, Pm, Wm, Fs, LD, bint, bdb, zp):
+        """The sums of a batch's ratios on the tensor cores; ends with a barrier.
+
+        F = P·A⁻¹ (8 × M; row s of P = Pm[s·LD:], zero-padded to a multiple of 4) by 8 × 8 column tiles,
+        one warp per tile, m8n8k4 steps down the M rows of A⁻¹ (two accumulators, for two steps in
+        flight); every F[s, c] is written to Fs[s·LD + c] (the column sums of an accepted up step), F[s,
+        col_s] to bdb[s·BD + 4], and z_s = Σ_{c ≠ col_s} F[s, c] Wm[s·LD + c] by warp to zp[warp·NB + s].
+        Then y_s = Σ_c A⁻¹[row_s, c] Wm[s·LD + c] for row_s ≥ 0, one warp per proposal, to bdb[s·BD + 5].
+        (col_s, row_s) = bint[s·BI + 7], bint[s·BI + 8], −1 where not needed."""
+        t = cuda.threadIdx.x
+        lane = t & 31
+        warp = t >> 5
+        nw = cuda.blockDim.x >> 5
+        gs = lane >> 2  # this lane's row s of F (and of P)
+        q = lane & 3  # its k within a step, and its column pair within a tile
+        my_col = bint[gs * BI + 7]
+        Mu = u32(M)
+        step = u32(4) * Mu
+        z = 0.0
+        ch = u32(warp)
+        while u32(8) * ch < Mu:  # column tiles ch and ch + nw together: one P fragment serves both
+            c1 = u32(8) * ch + u32(gs)
+            c2 = c1 + u32(8 * nw)
+            v1 = c1 < Mu
+            v2 = c2 < Mu
+            d0 = 0.0
+            d1 = 0.0
+            e0 = 0.0
+            e1 = 0.0
+            f0 = 0.0
+            f1 = 0.0
+            g0 = 0.0
+            g1 = 0.0
+            pa = u32(gs * LD + q)
+            pb = u32(q) * Mu
+            k0 = u32(0)
+            while k0 + u32(8) <= Mu:  # two k-steps per trip, every load first, four accumulators
+                a0 = Pm[pa]
+                a1 = Pm[pa + u32(4)]
+                b0 = A[pb + c1] if v1 else 0.0
+                b1 = A[pb + step + c1] if v1 else 0.0
+                h0 = A[pb + c2] if v2 else 0.0
+                h1 = A[pb + step + c2] if v2 else 0.0
+                d0, d1 = dmma(a0, b0, d0, d1)
+                e0, e1 = dmma(a1, b1, e0, e1)
+                f0, f1 = dmma(a0, h0, f0, f1)
+                g0, g1 = dmma(a1, h1, g0, g1)
+                pa += u32(8)
+                pb += u32(2) * step
+                k0 += u32(8)
+            while k0 < Mu:  # the last steps: rows l ≥ M read as zero (P's padding is zero too)
+                inside = k0 + u32(q) < Mu
+                a0 = Pm[pa]
+                b0 = A[pb + c1] if v1 and inside else 0.0
+                h0 = A[pb + c2] if v2 and inside else 0.0
+                d0, d1 = dmma(a0, b0, d0, d1)
+                f0, f1 = dmma(a0, h0, f0, f1)
+                pa += u32(4)
+                pb += step
+                k0 += u32(4)
+            for half in range(2):  # the tiles' F elements (c, c + 1) of row gs
+                c0 = (c1 if half == 0 else c2) - u32(gs) + u32(2) * u32(q)
+                for v in range(2):
+                    if half == 0:
+                        fv = (d0 + e0) if v == 0 else (d1 + e1)
+                    else:
+                        fv = (f0 + g0) if v == 0 else (f1 + g1)
+                    cc = c0 + u32(v)
+                    if cc < Mu:
+                        Fs[gs * LD + cc] = fv
+                        if cc == my_col:
+                            bdb[gs * BD + 4] = fv
+                        else:
+                            z += fv * Wm[gs * LD + cc]
+            ch += u32(2 * nw)
+        z += cuda.shfl_xor_sync(FULL, z, 1)
+        z += cuda.shfl_xor_sync(FULL, z, 2)
+        if q == 0:
+            zp[warp * NB + gs] = z
+        s = warp
+        while s < NB:
+            r = bint[s * BI + 8]
+            if r >= 0:  # the same in every lane
+                y0 = 0.0
+                y1 = 0.0
+                c = u32(lane)
+                while c + u32(32) < Mu:
+                    v0 = A[u32(r) * Mu + c] * Wm[s * LD + c]
+                    y1 += A[u32(r) * Mu + c + u32(32)] * Wm[s * LD + c + u32(32)]
+                    y0 += v0
+                    c += u32(64)
+                if c < Mu:
+                    y0 += A[u32(r) * Mu + c] * Wm[s * LD + c]
+                y = y0 + y1
+                o = 16
+                while o > 0:
+                    y += cuda.shfl_xor_sync(FULL, y, o)
+                    o >>= 1
+                if lane == 0:
+                    bdb[s * BD + 5] = y
+            s += nw
+        cuda.syncthreads()
+
+    @dev
+    def batch_sums_tree(A, M, Pm, Wm, Fs, LD, bint, bdb, zp):
+        """The same sums for the simulator (no tensor cores, no shuffles): F by elements, then thread s
+        forms z_s (one slot per proposal) and y_s; ends with a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        e = t
+        while e < NB * M:
+            s = e // M
+            c = e - s * M
+            f = 0.0
+            for l in range(M):
+                f += Pm[s * LD + l] * A[l * M + c]
+            Fs[s * LD + c] = f
+            e += T
+        cuda.syncthreads()
+        if t < NB:
+            col = bint[t * BI + 7]
+            z = 0.0
+            for c in range(M):
+                if c == col:
+                    bdb[t * BD + 4] = Fs[t * LD + c]
+                else:
+                    z += Fs[t * LD + c] * Wm[t * LD + c]
+            zp[t] = z
+            r = bint[t * BI + 8]
+            if r >= 0:
+                y = 0.0
+                for c in range(M):
+                    y += A[r * M + c] * Wm[t * LD + c]
+                bdb[t * BD + 5] = y
+        cuda.syncthreads()
+
+    batch_sums = batch_sums_tree if SIM else batch_sums_mma
 
     # --- rebuild ---------------------------------------------------------------------------------
     @dev
@@ -748,6 +1163,78 @@ def kernels(max_registers: int = 255) -> dict:
 
     # --- measurement ---------------------------------------------------------------------------
     @dev
+    def tile_product_mma(A, M, rs, ks, out, ro, ao, tile, sites, count, listed, a0):
+        """gather_product's sums for one tile of 16 sites on the tensor cores: out[r, a] = Σ_k A[r·rs + k·ks]
+        · tile[k·16 + a − a0], by 8 × 8 blocks (8 rows r, 8 sites), one warp per 8 rows and both site
+        halves (their A fragment shared), two m8n8k4 steps per trip into four accumulators."""
+        lane = cuda.threadIdx.x & 31
+        warp = cuda.threadIdx.x >> 5
+        nw = cuda.blockDim.x >> 5
+        gm = u32(lane >> 2)
+        q = u32(lane & 3)
+        Mu = u32(M)
+        rsu = u32(rs)
+        ksu = u32(ks)
+        rg = u32(warp)
+        while u32(8) * rg < Mu:
+            r = u32(8) * rg + gm
+            rv = r < Mu
+            d0 = 0.0
+            d1 = 0.0
+            e0 = 0.0
+            e1 = 0.0
+            f0 = 0.0
+            f1 = 0.0
+            g0 = 0.0
+            g1 = 0.0
+            pa = r * rsu + q * ksu
+            pt = q * u32(TW) + gm
+            k0 = u32(0)
+            while k0 + u32(8) <= Mu:
+                x0 = A[pa] if rv else 0.0
+                x1 = A[pa + u32(4) * ksu] if rv else 0.0
+                y0 = tile[pt]
+                y1 = tile[pt + u32(4 * TW)]
+                w0 = tile[pt + u32(8)]
+                w1 = tile[pt + u32(4 * TW + 8)]
+                d0, d1 = dmma(x0, y0, d0, d1)
+                e0, e1 = dmma(x1, y1, e0, e1)
+                f0, f1 = dmma(x0, w0, f0, f1)
+                g0, g1 = dmma(x1, w1, g0, g1)
+                pa += u32(8) * ksu
+                pt += u32(8 * TW)
+                k0 += u32(8)
+            while k0 < Mu:
+                inside = k0 + q < Mu
+                x0 = A[pa] if rv and inside else 0.0
+                y0 = tile[pt] if inside else 0.0
+                w0 = tile[pt + u32(8)] if inside else 0.0
+                d0, d1 = dmma(x0, y0, d0, d1)
+                f0, f1 = dmma(x0, w0, f0, f1)
+                pa += u32(4) * ksu
+                pt += u32(4 * TW)
+                k0 += u32(4)
+            if rv:
+                for half in range(2):
+                    for v in range(2):
+                        qa = a0 + 8 * half + 2 * lane % 8 + v
+                        if qa < count:
+                            a = sites[qa] if listed else qa
+                            if half == 0:
+                                out[r * u32(ro) + u32(a) * u32(ao)] = (d0 + e0) if v == 0 else (d1 + e1)
+                            else:
+                                out[r * u32(ro) + u32(a) * u32(ao)] = (f0 + g0) if v == 0 else (f1 + g1)
+            rg += u32(nw)
+
+    @dev
+    def tile_value(table, idx, sites, listed, count, a0, e):
+        """Element e of a measurement tile: table[idx[e // 16], site of column a0 + e % 16] (0 past ``count``)."""
+        q = a0 + (e & (TW - 1))
+        if q >= count:
+            return 0.0
+        return table[idx[e // TW], sites[q] if listed else q]
+
+    @dev
     def gather_product(A, M, rs, ks, table, idx, out, ro, ao, tile, sites, count, listed):
         """out[r·ro + a·ao] = Σ_k A[r·rs + k·ks] · table[idx[k], a] for r < M and the sites a = sites[q],
         q < ``count`` (``listed``; otherwise a = q): the rows of ``table`` at ``idx`` are gathered into
@@ -761,13 +1248,26 @@ def kernels(max_registers: int = 255) -> dict:
         a0 = 0
         while a0 < count:
             e = t
-            while e < M * TW:
-                kk = e // TW
-                q = a0 + (e & (TW - 1))
-                aa = (sites[q] if listed else q) if q < count else 0
-                tile[e] = table[idx[kk], aa] if q < count else 0.0
-                e += T
+            n_tile = M * TW
+            while e < n_tile:  # four elements per trip, their loads before their stores
+                v0 = tile_value(table, idx, sites, listed, count, a0, e)
+                v1 = tile_value(table, idx, sites, listed, count, a0, e + T) if e + T < n_tile else 0.0
+                v2 = tile_value(table, idx, sites, listed, count, a0, e + 2 * T) if e + 2 * T < n_tile else 0.0
+                v3 = tile_value(table, idx, sites, listed, count, a0, e + 3 * T) if e + 3 * T < n_tile else 0.0
+                tile[e] = v0
+                if e + T < n_tile:
+                    tile[e + T] = v1
+                if e + 2 * T < n_tile:
+                    tile[e + 2 * T] = v2
+                if e + 3 * T < n_tile:
+                    tile[e + 3 * T] = v3
+                e += 4 * T
             cuda.syncthreads()
+            if not SIM:
+                tile_product_mma(A, M, rs, ks, out, ro, ao, tile, sites, count, listed, a0)
+                cuda.syncthreads()
+                a0 += TW
+                continue
             q = a0 + col
             a = (sites[q] if listed else q) if q < count else 0
             r = rg
@@ -892,7 +1392,8 @@ def kernels(max_registers: int = 255) -> dict:
             nw = T >> 5
             nb = bonds.shape[0]
             e0 = 0
-            while e0 < nb:  # the same trip count in every warp (group sums may hold barriers)
+            while e0 < nb:  # the same trip count in every warp (the simulator's group sums hold barriers;
+                # on a GPU they are shuffles, and each warp goes through its bonds on its own)
                 e = e0 + (t >> 5)
                 ok = False
                 a = 0
@@ -908,6 +1409,9 @@ def kernels(max_registers: int = 255) -> dict:
                         a = j
                         b = i
                         ok = True
+                e0 += nw
+                if not SIM and not ok:  # the same in all lanes of the warp
+                    continue
                 h = 0.0
                 g = 0.0
                 if ok:
@@ -919,15 +1423,27 @@ def kernels(max_registers: int = 255) -> dict:
                     g0 = 0.0
                     g1 = 0.0
                     col = lane
-                    while col < M:  # two columns per lane and trip, their loads in flight together
+                    while col < M:  # four columns per lane and trip, their loads in flight together
                         c1 = min(col + 32, M - 1)
+                        c2 = min(col + 64, M - 1)
+                        c3 = min(col + 96, M - 1)
                         p0 = pairT[a, up_site[col]]
                         p1 = pairT[a, up_site[c1]] if col + 32 < M else 0.0
-                        h0 += F[fb + col] * p0
+                        p2 = pairT[a, up_site[c2]] if col + 64 < M else 0.0
+                        p3 = pairT[a, up_site[c3]] if col + 96 < M else 0.0
+                        f0 = F[fb + col]
+                        f1 = F[fb + c1]
+                        f2 = F[fb + c2]
+                        f3 = F[fb + c3]
+                        h0 += f0 * p0
                         g0 += A[lb + col] * p0
-                        h1 += F[fb + c1] * p1
+                        h1 += f1 * p1
                         g1 += A[lb + c1] * p1
-                        col += 64
+                        h0 += f2 * p2
+                        g0 += A[lb + c2] * p2
+                        h1 += f3 * p3
+                        g1 += A[lb + c3] * p3
+                        col += 128
                     h = h0 + h1
                     g = g0 + g1
                 h = group_sum(h, 32, red)
@@ -938,7 +1454,6 @@ def kernels(max_registers: int = 255) -> dict:
                     alk = A[l * M + k]
                     swap = alk * pair[b, a] + F[b * M + k] * g - alk * h
                     exchange -= 0.5 * J * (1.0 + swap)
-                e0 += nw
         double = 0.0
         i = t
         while i < NS:
@@ -988,8 +1503,10 @@ def kernels(max_registers: int = 255) -> dict:
     @c.jit(**options)
     def run_chains_gpu(pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs, up_site_g, dn_site_g, up_at_g,
                        dn_at_g, ainv_g, states, n_sweeps, moves_per_sweep, measure, refresh_every, energies, counts,
-                       drift, scratch, Fs, Gs, TP, BF):
-        """``n_sweeps`` sweeps of chain ``blockIdx.x`` (see the module docstring), in place.
+                       drift, scratch, Fs, Gs, TP, BF, batch, cycles):
+        """``n_sweeps`` sweeps of chain ``blockIdx.x`` (see the module docstring), in place; ``batch`` > 1
+        evaluates the proposals 8 at a time (see the module docstring), 1 one at a time; cycles (W, 6)
+        float64 += thread 0's clock cycles by phase (:data:`CYCLE_PHASES`; 0 in the simulator).
 
         Chain arrays as the CPU's (W, …); states (W, 2) uint64; energies (W, n_sweeps, 3) when
         ``measure``; counts (W, 5) += this launch's counts; drift (W,) ← max(drift, rebuild drifts);
@@ -1013,11 +1530,27 @@ def kernels(max_registers: int = 255) -> dict:
         qv = dsh[MM + 3 * M:MM + 4 * M]
         tile = dsh[MM + 4 * M:MM + (4 + TW) * M]
         nred = 3 * T if SIM else 288
-        nd = MM + (4 + TW) * M + nred + NC
-        red = dsh[MM + (4 + TW) * M:nd - NC]
+        nc0 = MM + (4 + TW) * M + nred
+        red = dsh[MM + (4 + TW) * M:nc0]
         # the counters live in shared memory (float64, exact to 2^53), written by thread 0 only: kept in
         # registers they came out wrong (swaps proposed always 0) from the H100 build capped at 128 registers
-        cnt = dsh[nd - NC:nd]
+        cnt = dsh[nc0:nc0 + NC]
+        # a proposal batch: staged vectors P, W and the F rows (8 rows of LD each), then two alternating
+        # buffers of the per-proposal numbers and of the partial sums (NZ slots per proposal)
+        m4 = ((M + 3) >> 2) << 2
+        LD = m4 + ((4 - m4) & 15)
+        NZ = 1 if SIM else T >> 5
+        cyc = dsh[nc0 + NC:nc0 + NC + NT]  # thread 0's clock cycles by phase (see CYCLE_PHASES)
+        ob_p = nc0 + NC + NT
+        ob_w = ob_p + NB * LD
+        ob_f = ob_w + NB * LD
+        Pm = dsh[ob_p:ob_w]
+        Wm = dsh[ob_w:ob_f]
+        Fb = dsh[ob_f:ob_f + NB * LD]
+        ob = ob_f + NB * LD
+        bdbs = dsh[ob:ob + 2 * NB * BD]
+        zps = dsh[ob + 2 * NB * BD:ob + 2 * NB * (BD + NZ)]
+        nd = ob + 2 * NB * (BD + NZ)
         ish = cuda.shared.array(0, dtype=i32)
         o = 2 * nd
         up_site = ish[o:o + M]
@@ -1032,6 +1565,7 @@ def kernels(max_registers: int = 255) -> dict:
         f_sites = ish[o3:o3 + NS]  # the measurement's site lists (block_energy)
         g_sites = ish[o3 + NS:o3 + 2 * NS]
         n_listed = ish[o3 + 2 * NS:o3 + 2 * NS + 2]
+        bints = ish[o3 + 2 * NS + 2:o3 + 2 * NS + 2 + 2 * NB * BI]
         # thread layouts: T_P threads per column, bfactor threads per row (one division each, here)
         # a column's T_P threads sit 32/T_P lanes apart in one warp, so that the first and second
         # half-warps each read one row of A⁻¹ (16 consecutive doubles: no bank conflicts; adjacent
@@ -1070,72 +1604,260 @@ def kernels(max_registers: int = 255) -> dict:
         if t == 0:
             for q in range(NC):
                 cnt[q] = 0.0
+            for q in range(NT):
+                cyc[q] = 0.0
+        i = t
+        while i < NB * LD:  # the staged vectors' padding stays zero
+            Pm[i] = 0.0
+            Wm[i] = 0.0
+            i += T
         dmax = 0.0
         n2 = 2 * n_pairs
         off = 96  # the ratio sums alternate between red[96:192] and red[192:288]
+        buf = 0  # the batch buffer in use
+        saved = cuda.local.array((NB, 2), u64)  # the stream after each proposal of a batch
+        xsl = cuda.local.array(NB, i32)  # the sites of each proposal's P and W rows
+        ysl = cuda.local.array(NB, i32)
+        c0 = u64(0)
         cuda.syncthreads()
         for sweep in range(n_sweeps):
-            for _ in range(moves_per_sweep):
-                # the proposal (lattice_chains.propose and the swap test of move), in every thread
-                e = min(int(uniform(st, 0) * n2), n2 - 1)
-                label = e >> 1
-                spin = e & 1
-                target = 0
-                while True:
-                    target = min(int(uniform(st, 0) * NS), NS - 1)
-                    occ = up_at[target] if spin == 1 else dn_at[target]
-                    if occ < 0:
-                        break
-                other = dn_at[target] if spin == 1 else up_at[target]
-                is_swap = projected and other >= 0
-                k = 0
-                l = 0
-                a = 0
-                b = 0
-                first_up = 0.0
-                first_down = 0.0
-                if is_swap:  # ratio_swap, and the first ratios of both update orders
-                    k = label if spin == 1 else up_at[target]
-                    l = other if spin == 1 else label
-                    a = up_site[k]
-                    b = dn_site[l]
-                    alk = A[l * M + k]  # read before the barrier: after it, an accepted swap rewrites A⁻¹
-                    phi_ba = pair[b, a]  # global loads issued early, so that their latency overlaps the sums
-                    phi_aa = pairT[a, a]
-                    i = t
-                    while i < M:
-                        down_value = pair[b, dn_site[i]]  # both loads in flight before either store
-                        up_value = pairT[a, up_site[i]]
-                        pv[i] = down_value
-                        qv[i] = up_value
-                        i += T
-                    cuda.syncthreads()
-                    pk, pd, ps = swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, csub, cper, TP)
-                    fk, sd, s2 = block_sum3(pk, pd, ps, red, off, False)
-                    ratio = alk * phi_ba + fk * (sd - alk * phi_aa) - alk * s2
-                    first_up = fk
-                    first_down = sd
-                else:
-                    p = 0.0
-                    i = t
-                    if spin == 1:  # ratio_up (pv kept for the update)
-                        while i < M:
-                            v = pair[target, dn_site[i]]
-                            pv[i] = v
-                            p += v * A[i * M + label]
-                            i += T
-                    else:  # ratio_down
-                        while i < M:
-                            v = pairT[target, up_site[i]]
-                            pv[i] = v
-                            p += A[label * M + i] * v
-                            i += T
-                    ratio, _, _ = block_sum3(p, 0.0, 0.0, red, off, False)
-                off = 288 - off
+            done = 0
+            while done < moves_per_sweep:
+                pv_o = MM + 2 * M  # dsh offsets of the staged vectors of the proposal decided on: pv, qv and
+                qv_o = MM + 3 * M  # the column sums (offsets, not views: views hold registers across the updates)
+                vec_o = MM
+                have_f = False  # column sums f = pv·A⁻¹ already at vec_o (with cpy = column k)
                 if t == 0:
-                    cnt[2 if is_swap else 0] += 1.0
-                if not uniform(st, 0) < ratio * ratio:
-                    continue
+                    c0 = clock64()
+                if batch > 1:
+                    # Up to 8 proposals, drawn in every thread as the CPU draws them one after another: until
+                    # one is accepted the configuration stays, so all can be evaluated against one A⁻¹. The
+                    # first accepted one ends the batch, and the stream is set back to just after it.
+                    nb = min(NB, moves_per_sweep - done)
+                    buf = 1 - buf
+                    bi0 = buf * NB * BI
+                    bd0 = buf * NB * BD
+                    z0 = buf * NB * NZ
+                    nbp = 0
+                    pe = 0
+                    ptg = 0
+                    pu = 0.0
+                    ps0 = i64(0)
+                    ps1 = i64(0)
+                    if not SIM:
+                        nbp, pe, ptg, pu, ps0, ps1 = parse_batch(st, up_at, dn_at, n2, NS, nb)
+                    if nbp > 0:
+                        # lane s works out proposal s (every warp alike; warp 0's lanes write the records)
+                        nb = nbp
+                        lane = t & 31
+                        xs, ys = derive(lane < nb, pe, ptg, pu, projected, up_site, dn_site, up_at, dn_at, A, M,
+                                        pair, pairT, bints, bdbs, bi0 + lane * BI, bd0 + lane * BD, t < NB)
+                        x0 = cuda.shfl_sync(FULL, xs, 0)
+                        x1 = cuda.shfl_sync(FULL, xs, 1)
+                        x2 = cuda.shfl_sync(FULL, xs, 2)
+                        x3 = cuda.shfl_sync(FULL, xs, 3)
+                        x4 = cuda.shfl_sync(FULL, xs, 4)
+                        x5 = cuda.shfl_sync(FULL, xs, 5)
+                        x6 = cuda.shfl_sync(FULL, xs, 6)
+                        x7 = cuda.shfl_sync(FULL, xs, 7)
+                        y0 = cuda.shfl_sync(FULL, ys, 0)
+                        y1 = cuda.shfl_sync(FULL, ys, 1)
+                        y2 = cuda.shfl_sync(FULL, ys, 2)
+                        y3 = cuda.shfl_sync(FULL, ys, 3)
+                        y4 = cuda.shfl_sync(FULL, ys, 4)
+                        y5 = cuda.shfl_sync(FULL, ys, 5)
+                        y6 = cuda.shfl_sync(FULL, ys, 6)
+                        y7 = cuda.shfl_sync(FULL, ys, 7)
+                    else:
+                        # one after another (the simulator; on a GPU only if 32 draws held no complete
+                        # proposal, then one): lattice_chains.propose in every thread, thread 0 writes
+                        nb = nb if SIM else 1
+                        for s in range(NB):
+                            xs = -1
+                            ys = -1
+                            if s < nb:
+                                e = min(int(uniform(st, 0) * n2), n2 - 1)
+                                target = 0
+                                while True:
+                                    target = min(int(uniform(st, 0) * NS), NS - 1)
+                                    occ = up_at[target] if (e & 1) == 1 else dn_at[target]
+                                    if occ < 0:
+                                        break
+                                u = uniform(st, 0)
+                                saved[s, 0] = st[0, 0]
+                                saved[s, 1] = st[0, 1]
+                                xs, ys = derive(True, e, target, u, projected, up_site, dn_site, up_at, dn_at, A, M,
+                                                pair, pairT, bints, bdbs, bi0 + s * BI, bd0 + s * BD, t == 0)
+                            elif t == 0:
+                                bints[bi0 + s * BI + 7] = -1
+                                bints[bi0 + s * BI + 8] = -1
+                            xsl[s] = xs
+                            ysl[s] = ys
+                        x0 = xsl[0]
+                        x1 = xsl[1]
+                        x2 = xsl[2]
+                        x3 = xsl[3]
+                        x4 = xsl[4]
+                        x5 = xsl[5]
+                        x6 = xsl[6]
+                        x7 = xsl[7]
+                        y0 = ysl[0]
+                        y1 = ysl[1]
+                        y2 = ysl[2]
+                        y3 = ysl[3]
+                        y4 = ysl[4]
+                        y5 = ysl[5]
+                        y6 = ysl[6]
+                        y7 = ysl[7]
+                    j = t
+                    while j < 2 * M:  # the gathers after the draws, each thread's eight loads before its stores
+                        if j < M:
+                            gather8(pair, dn_site[j], x0, x1, x2, x3, x4, x5, x6, x7, Pm, LD, j)
+                        else:
+                            gather8(pairT, up_site[j - M], y0, y1, y2, y3, y4, y5, y6, y7, Wm, LD, j - M)
+                        j += T
+                    cuda.syncthreads()
+                    if t == 0:
+                        c1 = clock64()
+                        cyc[0] += float(c1 - c0)
+                        c0 = c1
+                    batch_sums(A, M, Pm, Wm, Fb, LD, bints[bi0:bi0 + NB * BI], bdbs[bd0:bd0 + NB * BD],
+                               zps[z0:z0 + NB * NZ])
+                    if t == 0:
+                        c1 = clock64()
+                        cyc[1] += float(c1 - c0)
+                        c0 = c1
+                    chosen = -1
+                    ratio = 0.0
+                    if SIM:
+                        s = 0
+                        while s < nb:  # the decisions in order, in every thread from the same shared numbers
+                            ratio = batch_ratio(bints, bdbs, zps, bi0, bd0, z0, s, NZ)
+                            if t == 0:
+                                cnt[2 if bints[bi0 + s * BI] == 2 else 0] += 1.0
+                            if bdbs[bd0 + s * BD] < ratio * ratio:
+                                chosen = s
+                                break
+                            s += 1
+                    else:  # lane s decides proposal s; the first accepted one is the lowest set bit
+                        lane = t & 31
+                        mine = lane < nb
+                        r_l = batch_ratio(bints, bdbs, zps, bi0, bd0, z0, lane, NZ) if mine else 0.0
+                        yes = cuda.ballot_sync(FULL, mine and bdbs[bd0 + lane * BD] < r_l * r_l)
+                        swaps = cuda.ballot_sync(FULL, mine and bints[bi0 + lane * BI] == 2)
+                        chosen = cuda.ffs(yes) - 1
+                        seen = nb if chosen < 0 else chosen + 1
+                        upto = u32(0xFFFFFFFF) >> u32(32 - seen)
+                        if t == 0:
+                            n_swaps = cuda.popc(swaps & upto)
+                            cnt[2] += float(n_swaps)
+                            cnt[0] += float(seen - n_swaps)
+                        if chosen >= 0:
+                            ratio = cuda.shfl_sync(FULL, r_l, chosen)
+                    if t == 0:
+                        c1 = clock64()
+                        cyc[2] += float(c1 - c0)
+                        c0 = c1
+                    if chosen < 0:
+                        done += nb
+                        continue
+                    done += chosen + 1
+                    if nbp > 0:  # the stream just after the chosen proposal's decision
+                        st[0, 0] = u64(cuda.shfl_sync(FULL, ps0, chosen))
+                        st[0, 1] = u64(cuda.shfl_sync(FULL, ps1, chosen))
+                    else:
+                        st[0, 0] = saved[chosen, 0]
+                        st[0, 1] = saved[chosen, 1]
+                    q = bi0 + chosen * BI
+                    kind = bints[q]
+                    label = bints[q + 1]
+                    target = bints[q + 2]
+                    k = bints[q + 3]
+                    l = bints[q + 4]
+                    a = bints[q + 5]
+                    b = bints[q + 6]
+                    is_swap = kind == 2
+                    spin = 1 if kind == 1 else 0  # (a swap does not use it)
+                    first_up = bdbs[bd0 + chosen * BD + 4]
+                    first_down = bdbs[bd0 + chosen * BD + 5]
+                    pv_o = ob_p + chosen * LD if kind != 0 else ob_w + chosen * LD
+                    qv_o = ob_w + chosen * LD
+                    vec_o = ob_f + chosen * LD
+                    if kind == 1 or (kind == 2 and max(abs(first_up), abs(first_down)) >= SINGULAR
+                                     and abs(first_up) >= abs(first_down)):
+                        # an up step first: its column sums are F's row; cpy = column k (label) of A⁻¹
+                        kc = label if kind == 1 else k
+                        i = t
+                        while i < M:
+                            cpy[i] = A[i * M + kc]
+                            i += T
+                        cuda.syncthreads()
+                        have_f = True
+                else:
+                    done += 1
+                    # the proposal (lattice_chains.propose and the swap test of move), in every thread
+                    e = min(int(uniform(st, 0) * n2), n2 - 1)
+                    label = e >> 1
+                    spin = e & 1
+                    target = 0
+                    while True:
+                        target = min(int(uniform(st, 0) * NS), NS - 1)
+                        occ = up_at[target] if spin == 1 else dn_at[target]
+                        if occ < 0:
+                            break
+                    other = dn_at[target] if spin == 1 else up_at[target]
+                    is_swap = projected and other >= 0
+                    k = 0
+                    l = 0
+                    a = 0
+                    b = 0
+                    first_up = 0.0
+                    first_down = 0.0
+                    if is_swap:  # ratio_swap, and the first ratios of both update orders
+                        k = label if spin == 1 else up_at[target]
+                        l = other if spin == 1 else label
+                        a = up_site[k]
+                        b = dn_site[l]
+                        alk = A[l * M + k]  # read before the barrier: after it, an accepted swap rewrites A⁻¹
+                        phi_ba = pair[b, a]  # global loads issued early, so that their latency overlaps the sums
+                        phi_aa = pairT[a, a]
+                        i = t
+                        while i < M:
+                            down_value = pair[b, dn_site[i]]  # both loads in flight before either store
+                            up_value = pairT[a, up_site[i]]
+                            pv[i] = down_value
+                            qv[i] = up_value
+                            i += T
+                        cuda.syncthreads()
+                        pk, pd, ps = swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, csub, cper, TP)
+                        fk, sd, s2 = block_sum3(pk, pd, ps, red, off, False)
+                        ratio = alk * phi_ba + fk * (sd - alk * phi_aa) - alk * s2
+                        first_up = fk
+                        first_down = sd
+                    else:
+                        p = 0.0
+                        i = t
+                        if spin == 1:  # ratio_up (pv kept for the update)
+                            while i < M:
+                                v = pair[target, dn_site[i]]
+                                pv[i] = v
+                                p += v * A[i * M + label]
+                                i += T
+                        else:  # ratio_down
+                            while i < M:
+                                v = pairT[target, up_site[i]]
+                                pv[i] = v
+                                p += A[label * M + i] * v
+                                i += T
+                        ratio, _, _ = block_sum3(p, 0.0, 0.0, red, off, False)
+                    off = 288 - off
+                    if t == 0:
+                        cnt[2 if is_swap else 0] += 1.0
+                        c1 = clock64()
+                        cyc[0] += float(c1 - c0)
+                        c0 = c1
+                    if not uniform(st, 0) < ratio * ratio:
+                        continue
                 # accepted: thread 0 moves the configuration where no thread reads it meanwhile
                 if is_swap:
                     if t == 0:
@@ -1152,7 +1874,7 @@ def kernels(max_registers: int = 255) -> dict:
                         cuda.syncthreads()
                         rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
                     elif abs(first_up) >= abs(first_down):
-                        # up k → b first (vec, cpy hold its column sums), then down l → a with the new R↑
+                        # up k → b first (vec_o, cpy hold its column sums), then down l → a with the new R↑
                         if t == 0:
                             up_site[k] = b
                             dn_site[l] = a
@@ -1160,13 +1882,13 @@ def kernels(max_registers: int = 255) -> dict:
                             up_at[b] = k
                             dn_at[b] = -1
                             dn_at[a] = l
-                        apply_up(A, M, k, first_up, vec, cpy, tcol, csub, cper, TP)
+                        apply_up(A, M, k, first_up, dsh[vec_o:vec_o + M], cpy, tcol, csub, cper, TP)
                         stage(pv, pairT, a, up_site, M)
                         row_dots(A, M, pv, vec, cpy, l, red, trow, rsub, rper, BF)
                         apply_down(A, M, l, vec[l], vec, cpy, trow, rsub, rper, BF)
                     else:
                         # down l → a first (with R↑ before the move), then up k → b with the new R↓
-                        row_dots(A, M, qv, vec, cpy, l, red, trow, rsub, rper, BF)
+                        row_dots(A, M, dsh[qv_o:qv_o + M], vec, cpy, l, red, trow, rsub, rper, BF)
                         if t == 0:
                             up_site[k] = b
                             dn_site[l] = a
@@ -1179,24 +1901,33 @@ def kernels(max_registers: int = 255) -> dict:
                         col_dots(A, M, pv, vec, cpy, k, red, tcol, csub, cper, TP)
                         apply_up(A, M, k, vec[k], vec, cpy, tcol, csub, cper, TP)
                 elif spin == 1:
-                    col_dots(A, M, pv, vec, cpy, label, red, tcol, csub, cper, TP)
+                    if not have_f:
+                        col_dots(A, M, dsh[pv_o:pv_o + M], vec, cpy, label, red, tcol, csub, cper, TP)
                     if t == 0:
                         up_at[up_site[label]] = -1
                         up_at[target] = label
                         up_site[label] = target
                         cnt[1] += 1.0
-                    apply_up(A, M, label, ratio, vec, cpy, tcol, csub, cper, TP)
+                    apply_up(A, M, label, ratio, dsh[vec_o:vec_o + M], cpy, tcol, csub, cper, TP)
                 else:
-                    row_dots(A, M, pv, vec, cpy, label, red, trow, rsub, rper, BF)
+                    row_dots(A, M, dsh[pv_o:pv_o + M], vec, cpy, label, red, trow, rsub, rper, BF)
                     if t == 0:
                         dn_at[dn_site[label]] = -1
                         dn_at[target] = label
                         dn_site[label] = target
                         cnt[1] += 1.0
                     apply_down(A, M, label, ratio, vec, cpy, trow, rsub, rper, BF)
+                if t == 0:
+                    cyc[3] += float(clock64() - c0)
+            if t == 0:
+                c0 = clock64()
             if refresh_every > 0 and ((sweep + 1) % refresh_every == 0 or sweep + 1 == n_sweeps):
                 d = rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
                 dmax = max(dmax, d)
+                if t == 0:
+                    c1 = clock64()
+                    cyc[4] += float(c1 - c0)
+                    c0 = c1
             if measure:
                 kinetic, exchange, double = block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J,
                                                          projected, up_site, dn_site, up_at, dn_at, F, G, tile, red,
@@ -1205,6 +1936,7 @@ def kernels(max_registers: int = 255) -> dict:
                     energies[w, sweep, 0] = kinetic
                     energies[w, sweep, 1] = exchange
                     energies[w, sweep, 2] = double
+                    cyc[5] += float(clock64() - c0)
         cuda.syncthreads()
         i = t >> 5
         while i < M:
@@ -1229,6 +1961,8 @@ def kernels(max_registers: int = 255) -> dict:
             for q in range(NC):
                 counts[w, q] += int(cnt[q])
             drift[w] = max(drift[w], dmax)
+            for q in range(NT):
+                cycles[w, q] += cyc[q]
 
     # --- the tracked algorithm ("tracked": F and G in global scratch, kept up to date) -----------
     @dev
@@ -1755,17 +2489,23 @@ class CudaChains:
     :func:`default_max_registers` of the block size; each value compiles its own kernel); ``algorithm``:
     "thesis" (default, the kernel of the module docstring) or "tracked" (F and G kept up to date in
     global scratch between moves: ``run_chains_tracked_gpu``, the twin of
-    :func:`~qmckit.backends.lattice_chains.run_chains_tracked`).
+    :func:`~qmckit.backends.lattice_chains.run_chains_tracked`); ``batch``: proposals evaluated together
+    by the thesis kernel, 8 (default, :func:`default_batch`) or 1 (one at a time; see the module docstring).
     """
 
     backend = "cuda"
 
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
                  refresh_every: int = REFRESH_EVERY, threads_per_column: int | None = None, bfactor: int = 8,
-                 max_registers: int | None = None, algorithm: str = "thesis"):
+                 max_registers: int | None = None, algorithm: str = "thesis", batch: int | None = None):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
         self.algorithm = algorithm
+        if batch is None:
+            batch = default_batch(system.size)
+        if isinstance(batch, bool) or batch not in (1, BATCH):
+            raise ValueError(f"batch must be 1 or {BATCH}, got {batch!r}")
+        self.batch = int(batch)
         if threads_per_column is None:
             threads_per_column = default_threads_per_column(system.size)
         for name, value in (("threads_per_column", threads_per_column), ("bfactor", bfactor)):
@@ -1814,6 +2554,7 @@ class CudaChains:
         self._F = c.device_array((w, n * m), dtype=np.float64)
         self._G = c.device_array((w, m * n), dtype=np.float64)
         self._no_energies = c.device_array((w, 1, 3), dtype=np.float64)
+        self._cycles = c.to_device(np.zeros((w, len(CYCLE_PHASES))))
         self.counts = np.zeros((w, N_COUNTERS), dtype=np.int64)
         self.drift = np.zeros(w)
 
@@ -1830,7 +2571,8 @@ class CudaChains:
         s = self._state
         return (*self._consts, s["up_site"], s["dn_site"], s["up_at"], s["dn_at"], s["ainv"], self._states,
                 int(n_sweeps), int(moves), bool(measure), int(refresh), energies, counts, drift, self._scratch,
-                self._F, self._G, self.threads_per_column, self.bfactor)
+                self._F, self._G, self.threads_per_column, self.bfactor,
+                *((self.batch, self._cycles) if self.algorithm == "thesis" else ()))
 
     def _kernel(self, args):
         """The launcher for ``args``; on first use on a GPU, checks that the compiled kernel takes a block of
@@ -1850,7 +2592,8 @@ class CudaChains:
 
     def kernel_info(self) -> dict:
         """Launch configuration: threads per block, dynamic shared bytes, registers per thread (GPU only)."""
-        info = {"algorithm": self.algorithm, "threads": self.threads, "shared_bytes": self.shared_bytes,
+        info = {"algorithm": self.algorithm, "batch": self.batch, "threads": self.threads,
+                "shared_bytes": self.shared_bytes,
                 "threads_per_column": self.threads_per_column, "bfactor": self.bfactor,
                 "max_registers": self.max_registers, "registers": None}
         if not simulated():
@@ -1894,6 +2637,15 @@ class CudaChains:
 
     def synchronize(self) -> None:
         _cuda().synchronize()
+
+    def cycle_counts(self, reset: bool = False) -> dict:
+        """Clock cycles per chain by phase (:data:`CYCLE_PHASES`, thread 0's count: waits at barriers
+        included) summed over the launches so far (or since the last ``reset``): {phase: (W,) array}.
+        The thesis kernel only (zeros for the tracked one and in the simulator)."""
+        host = self._cycles.copy_to_host()
+        if reset:
+            self._cycles = _cuda().to_device(np.zeros_like(host))
+        return {name: host[:, q] for q, name in enumerate(CYCLE_PHASES)}
 
     def host_state(self) -> dict:
         """The chain arrays (up_site, dn_site, up_at, dn_at, ainv) on the host (for checkpoints)."""
