@@ -941,10 +941,12 @@ def kernels(max_registers: int = 255) -> dict:
         z = 0.0
         ch = u32(warp)
         while u32(8) * ch < Mu:  # column tiles ch and ch + nw together: one P fragment serves both
+            # no predicates on columns: a tile's columns c ≥ M read past the row (finite values in shared
+            # memory, A⁻¹'s next row or the vectors after it) into F columns that are never used; a warp
+            # without a second tile repeats its first
             c1 = u32(8) * ch + u32(gs)
-            c2 = c1 + u32(8 * nw)
-            v1 = c1 < Mu
-            v2 = c2 < Mu
+            two = u32(8) * (ch + u32(nw)) < Mu
+            c2 = c1 + u32(8 * nw) if two else c1
             d0 = 0.0
             d1 = 0.0
             e0 = 0.0
@@ -959,10 +961,10 @@ def kernels(max_registers: int = 255) -> dict:
             while k0 + u32(8) <= Mu:  # two k-steps per trip, every load first, four accumulators
                 a0 = Pm[pa]
                 a1 = Pm[pa + u32(4)]
-                b0 = A[pb + c1] if v1 else 0.0
-                b1 = A[pb + step + c1] if v1 else 0.0
-                h0 = A[pb + c2] if v2 else 0.0
-                h1 = A[pb + step + c2] if v2 else 0.0
+                b0 = A[pb + c1]
+                b1 = A[pb + step + c1]
+                h0 = A[pb + c2]
+                h1 = A[pb + step + c2]
                 d0, d1 = dmma(a0, b0, d0, d1)
                 e0, e1 = dmma(a1, b1, e0, e1)
                 f0, f1 = dmma(a0, h0, f0, f1)
@@ -973,14 +975,14 @@ def kernels(max_registers: int = 255) -> dict:
             while k0 < Mu:  # the last steps: rows l ≥ M read as zero (P's padding is zero too)
                 inside = k0 + u32(q) < Mu
                 a0 = Pm[pa]
-                b0 = A[pb + c1] if v1 and inside else 0.0
-                h0 = A[pb + c2] if v2 and inside else 0.0
+                b0 = A[pb + c1] if inside else 0.0
+                h0 = A[pb + c2] if inside else 0.0
                 d0, d1 = dmma(a0, b0, d0, d1)
                 f0, f1 = dmma(a0, h0, f0, f1)
                 pa += u32(4)
                 pb += step
                 k0 += u32(4)
-            for half in range(2):  # the tiles' F elements (c, c + 1) of row gs
+            for half in range(2 if two else 1):  # the tiles' F elements (c, c + 1) of row gs
                 c0 = (c1 if half == 0 else c2) - u32(gs) + u32(2) * u32(q)
                 for v in range(2):
                     if half == 0:
@@ -1177,7 +1179,7 @@ def kernels(max_registers: int = 255) -> dict:
         ksu = u32(ks)
         rg = u32(warp)
         while u32(8) * rg < Mu:
-            r = u32(8) * rg + gm
+            r = u32(8) * rg + gm  # rows r ≥ M read past A⁻¹ (finite shared values) into rows never stored
             rv = r < Mu
             d0 = 0.0
             d1 = 0.0
@@ -1191,8 +1193,8 @@ def kernels(max_registers: int = 255) -> dict:
             pt = q * u32(TW) + gm
             k0 = u32(0)
             while k0 + u32(8) <= Mu:
-                x0 = A[pa] if rv else 0.0
-                x1 = A[pa + u32(4) * ksu] if rv else 0.0
+                x0 = A[pa]
+                x1 = A[pa + u32(4) * ksu]
                 y0 = tile[pt]
                 y1 = tile[pt + u32(4 * TW)]
                 w0 = tile[pt + u32(8)]
@@ -1206,7 +1208,7 @@ def kernels(max_registers: int = 255) -> dict:
                 k0 += u32(8)
             while k0 < Mu:
                 inside = k0 + q < Mu
-                x0 = A[pa] if rv and inside else 0.0
+                x0 = A[pa] if inside else 0.0
                 y0 = tile[pt] if inside else 0.0
                 w0 = tile[pt + u32(8)] if inside else 0.0
                 d0, d1 = dmma(x0, y0, d0, d1)
