@@ -75,13 +75,15 @@ GPU design (study 000 §4, on today's hardware)
   count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v4_2026-11-23.md: 32 chains, 5000 + 5000
-sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.51, 1.40 and 6.05 s (Tesla M2070, bfactor 8: 3.19,
-17.37, 309.72 s). At L = 15 a proposal costs ≈ 2.7 µs and a measurement ≈ 0.17 ms per sweep (0.34 ms
-when it formed all of F and G, lattice_chains_h100v3_2026-11-23: 6.89 s): the block
-issues an instruction every ~4.8 cycles per warp (Nsight Compute), and the O(M²) swap ratio's column
-sums, which read all of A⁻¹ from shared memory, are 45 % of the instructions and 42 % of the stall
-samples; 32 chains use 32 of the 132 SMs (throughput rises 4.2× up to 132 chains).
+Measured on an H100 (benchmarks/results/lattice_chains_h100v5_2026-11-26.md: 32 chains, 5000 + 5000
+sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.59, 1.20 and 3.93 s with batches of 8, 0.62, 1.69
+and 7.33 s one at a time in the same build (Tesla M2070, bfactor 8: 3.19, 17.37, 309.72 s; the kernel
+before batches, lattice_chains_h100v4_2026-11-23: 0.51, 1.40, 6.05 s). Where a sweep's 401 µs go at
+L = 15 (stage ``phases``, thread 0's cycles): draws 222k, batch sums 190k, decisions 58k, updates 150k,
+rebuilds 18k, measurements 124k cycles (half the sweeps measured). The block is latency-bound: at 224
+threads (7 warps) an instruction issues every ~6 cycles per warp (Nsight Compute), the kernel is capped
+at 232 registers and spills ~300 B, and ptxas loads each tensor-core operand just before its step; 32
+chains use 32 of the 132 SMs (throughput rises 4.1× up to 132 chains).
 ``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
 
 The tracked algorithm (``CudaChains(..., algorithm="tracked")``, kernel ``run_chains_tracked_gpu``, the
