@@ -21,11 +21,15 @@ from qmckit.systems.lattice_rvb import LatticeRVB
 
 MARKER = "LATTICE_CUDA_RESULTS="
 
-# name: (system parameters, chains, plan of (sweeps, measure), refresh_every, T_P, bfactor[, batch]); the
-# proposals go 8 at a time (lattice_cuda.BATCH) unless the case names batch 1
+# name: (system parameters, chains, plan of (sweeps, measure), refresh_every, T_P, bfactor[, CudaChains options]);
+# the proposals go 8 at a time (lattice_cuda.BATCH) and the measurements to snapshot blocks (measure_on="grid")
+# unless a case says otherwise
 CASES = {
     "twin": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8),
-    "single": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8, 1),  # one proposal at a time
+    "single": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8, {"batch": 1}),  # one proposal at a time
+    "in_chain": (dict(L=3, doping=0.2), 2, [(1, False), (3, True)], 2, 4, 8, {"measure_on": "chain"}),
+    # measured sweeps one chain launch at a time (two snapshot buffers in turn; rebuilds on the call's schedule)
+    "chunked": (dict(L=3, doping=0.2), 2, [(1, False), (5, True)], 2, 4, 8, {"snapshot_buffer_bytes": 1}),
     "layout": (dict(L=3, doping=0.2), 2, [(3, True)], 1, 2, 4),
     "wide": (dict(L=3, doping=0.2), 1, [(2, True)], 1, 8, 32),  # 64 threads, 3 row rounds of 32
     "free": (dict(L=5, doping=0.6, free=True, J=0.0), 1, [(1, False), (2, True)], 2, 16, 2),  # 96 threads
@@ -68,11 +72,15 @@ def _child() -> dict:
     from qmckit.backends.lattice_chains import CpuChains
 
     out = {"simulated": lc.simulated(), "available": lc.available(), "cases": {}}
-    for name, (params, chains, plan, refresh, tp, bf, *batch) in CASES.items():
+    for name, (params, chains, plan, refresh, tp, bf, *options) in CASES.items():
         system, state, states = _start(params, chains)
         cpu = CpuChains(system, _copy(state), states.copy(), refresh_every=refresh)
+        options = dict(options[0]) if options else {}
+        buffer_bytes = options.pop("snapshot_buffer_bytes", None)
         gpu = lc.CudaChains(system, _copy(state), states.copy(), refresh_every=refresh, threads_per_column=tp,
-                            bfactor=bf, batch=batch[0] if batch else None)
+                            bfactor=bf, **options)
+        if buffer_bytes is not None:
+            gpu.snapshot_buffer_bytes = buffer_bytes
         e_cpu, e_gpu = [], []
         for step, (n, measure) in enumerate(plan):
             e_cpu.append(cpu.sweep(n, measure))
@@ -83,7 +91,7 @@ def _child() -> dict:
         e_cpu, e_gpu = np.concatenate(e_cpu, axis=1), np.concatenate(e_gpu, axis=1)
         host = gpu.host_state()
         case = {
-            "threads": gpu.threads, "batch": gpu.batch,
+            "threads": gpu.threads, "batch": gpu.batch, "measure_on": gpu.measure_on,
             "counts_cpu": cpu.counts.tolist(), "counts_gpu": gpu.counts.tolist(),
             "sites_equal": {key: bool(np.array_equal(host[key], cpu.state[key]))
                             for key in ("up_site", "dn_site", "up_at", "dn_at")},
@@ -183,6 +191,8 @@ def test_bad_options_raise_clear_errors():
     for bad in (4, 0, True):
         with pytest.raises(ValueError, match="batch must be 1 or 8"):
             lc.CudaChains(system, state, states, batch=bad)
+    with pytest.raises(ValueError, match="measure_on must be one of grid, chain"):
+        lc.CudaChains(system, state, states, measure_on="host")
 
 
 @pytest.mark.parametrize("size", [3, 13, 38, 103, 104, 117])
@@ -217,11 +227,19 @@ def test_gpu_chain_equals_cpu_twin(sim, name):
 
 
 def test_the_twin_cases_exercise_hops_and_swaps(sim):
-    for name in ("twin", "single", "layout", "wide", "square", "unrolled"):
+    for name in ("twin", "single", "in_chain", "chunked", "layout", "wide", "square", "unrolled"):
         counts = np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)
         assert counts[1] > 0 and counts[3] > 0, (name, counts)  # accepted hops and accepted swaps
     free = np.array(sim["cases"]["free"]["counts_gpu"]).sum(axis=0)
     assert free[2] == 0 and free[1] > 0  # unprojected: no swaps, only hops (onto any site)
+
+
+def test_measured_sweeps_in_one_sweep_launches_keep_the_rebuild_schedule(sim):
+    """Five measured sweeps as five chain launches (snapshots measured by measure_snapshots_gpu in between): the
+    rebuilds fall on the call's sweeps 2 and 4 and after its last, as on the CPU, so the drifts are the same."""
+    case = sim["cases"]["chunked"]
+    assert case["energy_shape"] == [[2, 5, 3], [2, 5, 3]]
+    assert np.allclose(case["drift_gpu"], case["drift_cpu"], rtol=1e-6, atol=0)
 
 
 def test_counts_restart_after_zeroing_in_place(sim):

@@ -62,6 +62,13 @@ GPU design (study 000 §4, on today's hardware)
   4 rows of a column) — then the hop terms (one per thread) and the exchange terms (one warp per
   bond, its lanes splitting the sums over c, G[l, a] among them; on a GPU each warp skips the bonds
   without an up–down pair) of ``local_energy`` (same formulas), reduced over the block;
+* measurements on the other SMs (``measure_on="grid"``, the default): a measured sweep writes a snapshot
+  (A⁻¹ and the sites, :func:`snapshot_doubles`) to global memory instead of measuring, and
+  ``measure_snapshots_gpu`` measures the snapshots with the same device functions, one block per snapshot,
+  on a second stream while the chain kernel runs the next chunk of sweeps (:meth:`CudaChains._launch_measured`:
+  chunks of sweeps sized to two 256 MB snapshot buffers; the rebuild schedule counts the call's sweeps,
+  not the launch's). 32 chains leave 100 of an H100's 132 SMs to the measurements; ``measure_on="chain"``
+  measures in the chain's own block, as the thesis does;
 * thread 0 counts its clock cycles by phase (:data:`CYCLE_PHASES`: draws, batch sums, decisions,
   updates, rebuilds, measurements; :meth:`CudaChains.cycle_counts`), barrier waits included — where
   a chain's time goes, measured in every launch at the cost of a few instructions per batch;
@@ -224,6 +231,22 @@ def shared_bytes_tracked(size: int, n_sites: int, threads: int) -> int:
     ints = 4 * size + 2 * n_sites + reduction_ints(threads)
     return 8 * doubles + 4 * ints
 
+
+def snapshot_doubles(size: int, n_sites: int) -> int:
+    """Float64 values of one measurement snapshot: A⁻¹ (M²), up_site and dn_site (M each), up_at and dn_at
+    (N_s each; the sites as float64, exact)."""
+    return size * size + 2 * size + 2 * n_sites
+
+
+def measure_shared_bytes(size: int, n_sites: int, threads: int) -> int:
+    """Dynamic shared memory of one block of ``measure_snapshots_gpu``: A⁻¹, a measurement tile and the
+    reduction slots (float64), then the sites, occupations, the two site lists and their counts (int32)."""
+    return 8 * (size * size + TILE * size + reduction_doubles(threads)) + 4 * (2 * size + 4 * n_sites + 2)
+
+
+SNAPSHOT_BUFFER_BYTES = 256 * 2 ** 20  # per buffer of measurement snapshots (two alternate)
+MEASURE_THREADS = 224  # at most, per block of measure_snapshots_gpu (uncapped registers: 224 × 255 fit an SM)
+MEASURE_PLACES = ("grid", "chain")
 
 ALGORITHMS = ("thesis", "tracked")
 KERNEL_NAMES = {"thesis": "run_chains", "tracked": "run_chains_tracked"}
@@ -1507,10 +1530,13 @@ def kernels(max_registers: int = 255) -> dict:
     @c.jit(**options)
     def run_chains_gpu(pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs, up_site_g, dn_site_g, up_at_g,
                        dn_at_g, ainv_g, states, n_sweeps, moves_per_sweep, measure, refresh_every, energies, counts,
-                       drift, scratch, Fs, Gs, TP, BF, batch, cycles):
+                       drift, scratch, Fs, Gs, TP, BF, batch, cycles, snaps, sweep0, total_sweeps):
         """``n_sweeps`` sweeps of chain ``blockIdx.x`` (see the module docstring), in place; ``batch`` > 1
         evaluates the proposals 8 at a time (see the module docstring), 1 one at a time; cycles (W, 6)
-        float64 += thread 0's clock cycles by phase (:data:`CYCLE_PHASES`; 0 in the simulator).
+        float64 += thread 0's clock cycles by phase (:data:`CYCLE_PHASES`; 0 in the simulator). A launch
+        may be part of a call of ``total_sweeps`` sweeps that began ``sweep0`` sweeps earlier (the rebuild
+        schedule counts the call's sweeps); with ``snaps`` of S > 0 rows, a measured sweep writes a snapshot
+        to row sweep·W + w (:data:`snapshot_doubles`) instead of measuring, for ``measure_snapshots_gpu``.
 
         Chain arrays as the CPU's (W, …); states (W, 2) uint64; energies (W, n_sweeps, 3) when
         ``measure``; counts (W, 5) += this launch's counts; drift (W,) ← max(drift, rebuild drifts);
@@ -1925,14 +1951,35 @@ def kernels(max_registers: int = 255) -> dict:
                     cyc[3] += float(clock64() - c0)
             if t == 0:
                 c0 = clock64()
-            if refresh_every > 0 and ((sweep + 1) % refresh_every == 0 or sweep + 1 == n_sweeps):
+            done_sweeps = sweep0 + sweep + 1  # of the whole call (a call may come in several launches)
+            if refresh_every > 0 and (done_sweeps % refresh_every == 0 or done_sweeps == total_sweeps):
                 d = rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
                 dmax = max(dmax, d)
                 if t == 0:
                     c1 = clock64()
                     cyc[4] += float(c1 - c0)
                     c0 = c1
-            if measure:
+            if measure and snaps.shape[0] > 0:
+                # a snapshot for measure_snapshots_gpu (another launch, on other SMs): A⁻¹ and the sites; no
+                # barrier needed, as A⁻¹ and the sites change only after the next batch's barriers
+                row = snaps[sweep * cuda.gridDim.x + w]
+                i = t
+                while i < MM:
+                    row[i] = A[i]
+                    i += T
+                i = t
+                while i < M:
+                    row[MM + i] = up_site[i]
+                    row[MM + M + i] = dn_site[i]
+                    i += T
+                i = t
+                while i < NS:
+                    row[MM + 2 * M + i] = up_at[i]
+                    row[MM + 2 * M + NS + i] = dn_at[i]
+                    i += T
+                if t == 0:
+                    cyc[5] += float(clock64() - c0)
+            elif measure:
                 kinetic, exchange, double = block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J,
                                                          projected, up_site, dn_site, up_at, dn_at, F, G, tile, red,
                                                          f_sites, g_sites, n_listed)
@@ -2453,7 +2500,64 @@ def kernels(max_registers: int = 255) -> dict:
                 counts[w, q] += int(cnt[q])
             drift[w] = max(drift[w], dmax)
 
-    return {"run_chains": run_chains_gpu, "run_chains_tracked": run_chains_tracked_gpu}
+    @c.jit
+    def measure_snapshots_gpu(pair, pairT, neighbours, hopping, bonds, J, projected, M, snaps, n_chains, s0, energies,
+                              Fs, Gs):
+        """The measurements of snapshot rows q (A⁻¹, then up_site, dn_site, up_at, dn_at as float64): block b
+        takes q = b, b + grid, …, measures as run_chains_gpu would (``block_energy``, its F and G in Fs[b],
+        Gs[b]) and writes energies[q mod W, s0 + q // W] (W = ``n_chains``)."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        NS = neighbours.shape[0]
+        MM = M * M
+        dsh = cuda.shared.array(0, dtype=f64)
+        A = dsh[0:MM]
+        tile = dsh[MM:MM + TW * M]
+        nred = 3 * T if SIM else 288
+        red = dsh[MM + TW * M:MM + TW * M + nred]
+        ish = cuda.shared.array(0, dtype=i32)
+        o = 2 * (MM + TW * M + nred)
+        up_site = ish[o:o + M]
+        dn_site = ish[o + M:o + 2 * M]
+        up_at = ish[o + 2 * M:o + 2 * M + NS]
+        dn_at = ish[o + 2 * M + NS:o + 2 * M + 2 * NS]
+        f_sites = ish[o + 2 * M + 2 * NS:o + 2 * M + 3 * NS]
+        g_sites = ish[o + 2 * M + 3 * NS:o + 2 * M + 4 * NS]
+        n_listed = ish[o + 2 * M + 4 * NS:o + 2 * M + 4 * NS + 2]
+        F = Fs[cuda.blockIdx.x]
+        G = Gs[cuda.blockIdx.x]
+        q = cuda.blockIdx.x
+        while q < snaps.shape[0]:
+            row = snaps[q]
+            i = t
+            while i < MM:
+                A[i] = row[i]
+                i += T
+            i = t
+            while i < M:
+                up_site[i] = i32(row[MM + i])
+                dn_site[i] = i32(row[MM + M + i])
+                i += T
+            i = t
+            while i < NS:
+                up_at[i] = i32(row[MM + 2 * M + i])
+                dn_at[i] = i32(row[MM + 2 * M + NS + i])
+                i += T
+            cuda.syncthreads()
+            kinetic, exchange, double = block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J, projected,
+                                                     up_site, dn_site, up_at, dn_at, F, G, tile, red, f_sites, g_sites,
+                                                     n_listed)
+            if t == 0:
+                w = q % n_chains
+                sweep = s0 + q // n_chains
+                energies[w, sweep, 0] = kinetic
+                energies[w, sweep, 1] = exchange
+                energies[w, sweep, 2] = double
+            cuda.syncthreads()
+            q += cuda.gridDim.x
+
+    return {"run_chains": run_chains_gpu, "run_chains_tracked": run_chains_tracked_gpu,
+            "measure_snapshots": measure_snapshots_gpu}
 
 
 _SHARED_OPTED: dict = {}  # id(specialised kernel) → the dynamic shared bytes it may use
@@ -2494,17 +2598,24 @@ class CudaChains:
     "thesis" (default, the kernel of the module docstring) or "tracked" (F and G kept up to date in
     global scratch between moves: ``run_chains_tracked_gpu``, the twin of
     :func:`~qmckit.backends.lattice_chains.run_chains_tracked`); ``batch``: proposals evaluated together
-    by the thesis kernel, 8 (default, :func:`default_batch`) or 1 (one at a time; see the module docstring).
+    by the thesis kernel, 8 (default, :func:`default_batch`) or 1 (one at a time; see the module docstring);
+    ``measure_on``: "grid" (default: measured sweeps leave snapshots that a second kernel measures on the
+    other SMs) or "chain" (the chain's block measures, between its sweeps); the tracked kernel always
+    measures in its own block.
     """
 
     backend = "cuda"
 
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
                  refresh_every: int = REFRESH_EVERY, threads_per_column: int | None = None, bfactor: int = 8,
-                 max_registers: int | None = None, algorithm: str = "thesis", batch: int | None = None):
+                 max_registers: int | None = None, algorithm: str = "thesis", batch: int | None = None,
+                 measure_on: str = "grid"):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
         self.algorithm = algorithm
+        if measure_on not in MEASURE_PLACES:
+            raise ValueError(f"measure_on must be one of {', '.join(MEASURE_PLACES)}, got {measure_on!r}")
+        self.measure_on = measure_on if algorithm == "thesis" else "chain"
         if batch is None:
             batch = default_batch(system.size)
         if isinstance(batch, bool) or batch not in (1, BATCH):
@@ -2559,6 +2670,9 @@ class CudaChains:
         self._G = c.device_array((w, m * n), dtype=np.float64)
         self._no_energies = c.device_array((w, 1, 3), dtype=np.float64)
         self._cycles = c.to_device(np.zeros((w, len(CYCLE_PHASES))))
+        self._no_snaps = c.device_array((0, snapshot_doubles(m, n)), dtype=np.float64)
+        self._snaps = None  # two buffers of snapshots, their streams and the measuring blocks' F, G scratch
+        self.snapshot_buffer_bytes = SNAPSHOT_BUFFER_BYTES  # sets the chunk of sweeps per chain launch
         self.counts = np.zeros((w, N_COUNTERS), dtype=np.int64)
         self.drift = np.zeros(w)
 
@@ -2571,12 +2685,14 @@ class CudaChains:
         """A host copy of the (W, 2) random streams."""
         return self.states_to_host()
 
-    def _args(self, n_sweeps, moves, measure, refresh, energies, counts, drift):
+    def _args(self, n_sweeps, moves, measure, refresh, energies, counts, drift, snaps=None, sweep0=0, total=None):
         s = self._state
+        thesis = (self.batch, self._cycles, self._no_snaps if snaps is None else snaps, int(sweep0),
+                  int(n_sweeps if total is None else total))
         return (*self._consts, s["up_site"], s["dn_site"], s["up_at"], s["dn_at"], s["ainv"], self._states,
                 int(n_sweeps), int(moves), bool(measure), int(refresh), energies, counts, drift, self._scratch,
                 self._F, self._G, self.threads_per_column, self.bfactor,
-                *((self.batch, self._cycles) if self.algorithm == "thesis" else ()))
+                *(thesis if self.algorithm == "thesis" else ()))
 
     def _kernel(self, args):
         """The launcher for ``args``; on first use on a GPU, checks that the compiled kernel takes a block of
@@ -2621,9 +2737,57 @@ class CudaChains:
         drift = c.to_device(np.zeros(w))
         moves = self.moves_per_sweep if moves_per_sweep is None else moves_per_sweep
         refresh = self.refresh_every if refresh_every is None else refresh_every
+        if measure and self.measure_on == "grid" and int(n_sweeps) > 0:
+            self._launch_measured(int(n_sweeps), moves, refresh, energies, counts, drift)
+            return energies, counts, drift
         args = self._args(n_sweeps, moves, measure, refresh, energies, counts, drift)
         self._kernel(args)[w, self.threads, 0, self.shared_bytes](*args)
         return energies, counts, drift
+
+    def _launch_measured(self, n_sweeps, moves, refresh, energies, counts, drift):
+        """Measured sweeps with the measurements on the other SMs: the chain kernel runs the sweeps in
+        chunks on one stream, writing a snapshot per chain and sweep into one of two buffers, and after
+        each chunk ``measure_snapshots_gpu`` measures its snapshots on a second stream, while the next
+        chunk runs (a buffer is written again only after its measurements; both streams block the default
+        stream, so whatever follows on it waits for them)."""
+        c = _cuda()
+        w = self._n_chains
+        m, n = self.system.size, self.system.n_sites
+        row = snapshot_doubles(m, n)
+        chunk = max(1, min(n_sweeps, self.snapshot_buffer_bytes // (8 * w * row)))
+        if self._snaps is None or self._snaps["chunk"] < chunk:
+            blocks = min(chunk * w, 2 * self._device_sms())
+            self._snaps = {"chunk": chunk, "buffers": [c.device_array((chunk * w, row)) for _ in range(2)],
+                           "streams": [c.stream(), c.stream()], "blocks": blocks,
+                           "F": c.device_array((blocks, n * m)), "G": c.device_array((blocks, m * n))}
+        snaps = self._snaps
+        chain_stream, measure_stream = snaps["streams"]
+        measured = [None, None]
+        j = 0
+        for s0 in range(0, n_sweeps, chunk):
+            count = min(chunk, n_sweeps - s0)
+            buffer = snaps["buffers"][j % 2][:count * w]
+            if measured[j % 2] is not None:
+                measured[j % 2].wait(chain_stream)
+            args = self._args(count, moves, True, refresh, self._no_energies, counts, drift, buffer, s0, n_sweeps)
+            self._kernel(args)[w, self.threads, chain_stream, self.shared_bytes](*args)
+            ran = c.event()
+            ran.record(chain_stream)
+            ran.wait(measure_stream)
+            margs = (*self._consts[:7], m, buffer, w, s0, energies, snaps["F"], snaps["G"])
+            threads = min(self.threads, MEASURE_THREADS)
+            nbytes = measure_shared_bytes(m, n, threads)
+            blocks = min(snaps["blocks"], count * w)
+            _launcher(margs, nbytes, 255, "measure_snapshots")[blocks, threads, measure_stream, nbytes](*margs)
+            measured[j % 2] = c.event()
+            measured[j % 2].record(measure_stream)
+            j += 1
+
+    @staticmethod
+    def _device_sms() -> int:
+        if simulated():
+            return 1
+        return int(_cuda().get_current_device().MULTIPROCESSOR_COUNT)
 
     def sweep(self, n_sweeps: int, measure: bool = True) -> np.ndarray:
         """Advance every chain ``n_sweeps`` sweeps; (W, n_sweeps, 3) of (E_kin, E_J, double occupancy)
