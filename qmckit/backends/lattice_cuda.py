@@ -803,6 +803,19 @@ def kernels(max_registers: int = 255) -> dict:
     clock64 = _clock64_sim if SIM else _clock64()
 
     @dev
+    def draw_proposal(st, up_at, dn_at, n2, NS):
+        """One proposal of lattice_chains.propose from the stream: (electron draw e — label e >> 1, spin e & 1 —,
+        target site), drawing targets until one has no electron of that spin."""
+        e = min(int(uniform(st, 0) * n2), n2 - 1)
+        target = 0
+        while True:
+            target = min(int(uniform(st, 0) * NS), NS - 1)
+            occ = up_at[target] if (e & 1) == 1 else dn_at[target]
+            if occ < 0:
+                break
+        return e, target
+
+    @dev
     def batch_ratio(bints, bdbs, zps, bi0, bd0, z0, s, NZ):
         """The ratio of proposal s of a batch from its shared numbers: ratio_swap from (F[s, k], y_s, z_s)
         (the z_s partials added in slot order), F[s, label] for an up hop, y_s for a down hop."""
@@ -1708,13 +1721,7 @@ def kernels(max_registers: int = 255) -> dict:
                             xs = -1
                             ys = -1
                             if s < nb:
-                                e = min(int(uniform(st, 0) * n2), n2 - 1)
-                                target = 0
-                                while True:
-                                    target = min(int(uniform(st, 0) * NS), NS - 1)
-                                    occ = up_at[target] if (e & 1) == 1 else dn_at[target]
-                                    if occ < 0:
-                                        break
+                                e, target = draw_proposal(st, up_at, dn_at, n2, NS)
                                 u = uniform(st, 0)
                                 saved[s, 0] = st[0, 0]
                                 saved[s, 1] = st[0, 1]
@@ -1828,15 +1835,9 @@ def kernels(max_registers: int = 255) -> dict:
                 else:
                     done += 1
                     # the proposal (lattice_chains.propose and the swap test of move), in every thread
-                    e = min(int(uniform(st, 0) * n2), n2 - 1)
+                    e, target = draw_proposal(st, up_at, dn_at, n2, NS)
                     label = e >> 1
                     spin = e & 1
-                    target = 0
-                    while True:
-                        target = min(int(uniform(st, 0) * NS), NS - 1)
-                        occ = up_at[target] if spin == 1 else dn_at[target]
-                        if occ < 0:
-                            break
                     other = dn_at[target] if spin == 1 else up_at[target]
                     is_swap = projected and other >= 0
                     k = 0
@@ -2365,15 +2366,9 @@ def kernels(max_registers: int = 255) -> dict:
         fresh_fg(A, M, NS, pair, pairT, up_site, dn_site, F, G, tile)
         for sweep in range(n_sweeps):
             for _ in range(moves_per_sweep):
-                e = min(int(uniform(st, 0) * n2), n2 - 1)
+                e, target = draw_proposal(st, up_at, dn_at, n2, NS)
                 label = e >> 1
                 spin = e & 1
-                target = 0
-                while True:
-                    target = min(int(uniform(st, 0) * NS), NS - 1)
-                    occ = up_at[target] if spin == 1 else dn_at[target]
-                    if occ < 0:
-                        break
                 other = dn_at[target] if spin == 1 else up_at[target]
                 is_swap = projected and other >= 0
                 k = 0
