@@ -82,15 +82,15 @@ GPU design (study 000 §4, on today's hardware)
   count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v6_2026-11-26.md: 32 chains, 5000 + 5000
-sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.49, 1.06 and 3.41 s with batches of 8 and the
-measurements on the other SMs, 0.52, 1.55 and 6.76 s one proposal at a time in the same build (Tesla
+Measured on an H100 (benchmarks/results/lattice_chains_h100v7_2026-11-26.md: 32 chains, 5000 + 5000
+sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.47, 0.99 and 3.34 s with batches of 8 and the
+measurements on the other SMs, 0.45, 1.30 and 6.87 s one proposal at a time in the same build (Tesla
 M2070, bfactor 8: 3.19, 17.37, 309.72 s; the kernel before batches, lattice_chains_h100v4_2026-11-23: 0.51,
 1.40, 6.05 s; with batches but measuring in the chain's block, h100v5: 0.59, 1.20, 3.93 s). Where a sweep's
-349 µs go at L = 15 (stage ``phases``, thread 0's cycles): draws 223k, batch sums 190k, decisions 58k,
-updates 151k, rebuilds 18k, snapshots 3k cycles. The block is latency-bound: at 224 threads (7 warps) an
+341 µs go at L = 15 (stage ``phases``, thread 0's cycles): draws 215k, batch sums 190k, decisions 54k,
+updates 149k, rebuilds 18k, snapshots 3k cycles. The block is latency-bound: at 224 threads (7 warps) an
 instruction issues every ~6 cycles per warp (Nsight Compute), the kernel is capped at 232 registers and
-spills ~300 B, and ptxas loads each tensor-core operand just before its step (loading them a trip ahead
+spills ~230 B, and ptxas loads each tensor-core operand just before its step (loading them a trip ahead
 made the products 9 % faster but the spills slowed the other phases as much:
 lattice_pipelined_attempt_h200_2026-11-26); throughput rises 3.5× from 32 to 132 chains.
 ``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
@@ -170,8 +170,8 @@ def available() -> bool:
 
 def default_batch(size: int) -> int:
     """Proposals evaluated together (:class:`CudaChains`'s ``batch``) for a matrix side M = ``size``: 8 at
-    every size measured (an H100, lattice_chains_h100v6_2026-11-26: L = 5, 9, 15 in 0.49, 1.06, 3.41 s with
-    8 against 0.52, 1.55, 6.76 s one at a time, the same build)."""
+    every size but the smallest measured (an H100, lattice_chains_h100v7_2026-11-26: L = 5, 9, 15 in 0.47, 0.99,
+    3.34 s with 8 against 0.45, 1.30, 6.87 s one at a time, the same build; 8 everywhere keeps one path)."""
     return BATCH
 
 
