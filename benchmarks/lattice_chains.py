@@ -31,7 +31,7 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
 
 The thesis's times (i7-2600 one core, 32 chains in sequence; Tesla M2070, bfactor 8 and 16) are printed
 beside ours, with the goals: L = 15 in ≤ 2.5 s on one H100, and ≤ 156 s per chain on one CPU core (the
-thesis's single-chain C++ time) at L = 15. A full run takes about 4.5 minutes on an H100 machine with
+thesis's single-chain C++ time) at L = 15. A full run takes about 6 minutes on an H100 machine with
 16 CPU cores (compiles ≈ 50 s; writes lattice_chains_<device>_<date>.json and .md to --out).
 
 Usage

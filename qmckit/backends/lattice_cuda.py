@@ -76,7 +76,8 @@ GPU design (study 000 §4, on today's hardware)
   shuffle with the full mask at a point all 32 lanes reach (no warp-synchronous code: correct on
   Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
   shared-memory trees with barriers (always two per block sum);
-* the kernel wants about 220–240 registers per thread; larger blocks get a cap (``max_registers``,
+* the kernel wants more registers than a thread may have (255; it spills ~230 B at the 232-register cap
+  of a 224-thread block, ptxas for sm_90); larger blocks get a lower cap (``max_registers``,
   one compiled kernel per cap), lowered further until the compiled kernel takes the block. Its
   counters are kept in shared memory: in registers, the H100 build capped at 128 registers lost the
   count of proposed swaps (everything else identical);
@@ -258,7 +259,7 @@ KERNEL_NAMES = {"thesis": "run_chains", "tracked": "run_chains_tracked"}
 def default_max_registers(threads: int) -> int:
     """A first guess of the registers per thread that let a block of ``threads`` launch: about 80 % of
     64 K / threads (measured on an H100: 416 threads launch with 128, not with 144), a multiple of 8,
-    at most 255 (the kernel wants about 240 uncapped). :class:`CudaChains` lowers it further when the
+    at most 255 (the kernel would use more than 255). :class:`CudaChains` lowers it further when the
     compiled kernel says it cannot take the block (``max_threads_per_block``)."""
     return int(max(32, min(255, (int(0.82 * 65536) // threads) // 8 * 8)))
 
