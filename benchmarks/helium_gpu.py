@@ -436,8 +436,8 @@ def main(argv=None):
                 best = None
                 if smoke:
                     plans = [(2, 32)]
-                elif n <= 1952:  # up to 128 chains per SM: packed blocks (small N) hold many chains
-                    plans = [(sms * k, t) for k in (8, 32, 128) for t in (32, 64, 128, 256)]
+                elif n <= 1952:  # up to 128 chains per SM (192 at N ≤ 256): packed blocks (small N) hold many chains
+                    plans = [(sms * k, t) for k in (8, 32, 128) + ((192,) if n <= 256 else ()) for t in (32, 64, 128, 256)]
                 elif n <= 10240:
                     plans = [(sms * k, t) for k in (1, 2, 4) for t in (256, 512, 640, 1024)]
                 else:
@@ -807,6 +807,14 @@ def main(argv=None):
                 rows.append(twin_row(gpu, cpu, n=n, memory="packed", lanes=lanes, threads=threads, unroll=unroll,
                                      macro=macro))
                 log(rows[-1])
+            # the float32 packed kernel against the float64 CPU kernel: the same decisions, positions to float32 rounding
+            single = hc.HeliumChains(system, pos, states, sigma, threads=32, memory="packed", lanes=4,
+                                     dtype=np.float32)
+            single.generate(macro)
+            rows.append({"n": n, "kernel": "packed", "lanes": 4, "threads": 32, "macro": macro,
+                         "float32_max_dpos": float(np.abs(single.positions() - cpu.positions()).max()),
+                         "float32_accept_mismatch": int(np.abs(single.accepted.copy_to_host() - cpu.accepted).sum())})
+            log(rows[-1])
         results["packed_twins"] = rows
         out_path.write_text(json.dumps(results, indent=1, default=float))
         peaks = peak_flops()

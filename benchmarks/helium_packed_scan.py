@@ -27,6 +27,7 @@ def main(argv=None):
     ap.add_argument("--lanes", default="2,4,8,16")
     ap.add_argument("--unroll", default="2,4")
     ap.add_argument("--threads", default="64,128,256")
+    ap.add_argument("--dtypes", default="float64,float32")
     args = ap.parse_args(argv)
     from numba import cuda
 
@@ -43,7 +44,7 @@ def main(argv=None):
     for n in (int(x) for x in args.sizes.split(",")):
         ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
         for dtype, lanes, unroll, threads, per_sm in itertools.product(
-                ("float64", "float32"), ints(args.lanes), ints(args.unroll), ints(args.threads), ints(args.chains_per_sm)):
+                args.dtypes.split(","), ints(args.lanes), ints(args.unroll), ints(args.threads), ints(args.chains_per_sm)):
             if n < 4 * lanes or n > 64 * lanes:
                 continue
             walkers = per_sm * sms

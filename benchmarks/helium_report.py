@@ -3,17 +3,19 @@
 (what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
 Inputs (benchmarks/results/, all from NVIDIA H100 80GB HBM3 machines with 16 host cores):
-  helium_gpu_h100v14_2026-11-26.json        twins, speed N = 64 … 40960 with the CPU of the same host, FMA
+  helium_gpu_h100v16_2026-11-26.json        twins, speed N = 64 … 40960 with the CPU of the same host, FMA
                                             probes (the kernels auto picks: packed — several chains per warp —
-                                            for float64 N ≤ 128 and float32 N ≤ 256; hybrid where 3N
-                                            coordinates do not fit in shared memory but a third of the atoms do)
+                                            for N ≤ 512; hybrid where 3N coordinates do not fit in shared memory
+                                            but a third of the atoms do), and the packed kernel's twins and its
+                                            lanes/block scan against the one-chain-per-block kernel (N = 64 …
+                                            1000). helium_gpu_h100v14_… and helium_gpu_h100packed2_… are the
+                                            same stages before the float32 fold without a separate |d|, the
+                                            32-bit float64 high-word compare and the packed kernel's 32-bit
+                                            stream loop and masks; helium_gpu_h100packed_… the run before two
+                                            atoms per trip became its float64 default; helium_packed_scan_…md
+                                            adds atoms per trip
   helium_gpu_h100v12_2026-11-26.json        the hybrid kernel's twins, the memory modes at N = 10240 and 40960
                                             (hybrid, split, global in one run) and the CPU there
-  helium_gpu_h100packed2_2026-11-26.json    the packed kernel's twins and its lanes/block scan against the
-                                            one-chain-per-block kernel (N = 64 … 1000) with the host CPU in the
-                                            same run (helium_gpu_h100packed_… is the run before two atoms per
-                                            trip became its float64 default; helium_packed_scan_…md adds atoms
-                                            per trip)
   helium_finite_size_h100_2026-11-26.json   E, V, T against ρ (N = 1000) and N (ρ₀), S(k) at small k: the
                                             canonical-ensemble finite-size correction
   helium_gpu_h100v11_2026-11-23.json        time-to-error, pair-loop variants with their SASS
@@ -119,8 +121,8 @@ def memory_roof(speed: list, dtype: str) -> dict:
 
 def build() -> dict:
     main, speed_run, memory_run, packed_run, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100v11_2026-11-23", "helium_gpu_h100v14_2026-11-26", "helium_gpu_h100v12_2026-11-26",
-        "helium_gpu_h100packed2_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
+        "helium_gpu_h100v11_2026-11-23", "helium_gpu_h100v16_2026-11-26", "helium_gpu_h100v12_2026-11-26",
+        "helium_gpu_h100v16_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
         "helium_gpu_h100v3masking_2026-11-23", "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
@@ -272,8 +274,10 @@ def markdown(d: dict) -> str:
             out.append(f"| {r['n']} | {r['memory']} | {r['threads']} | {r.get('unroll', 2)} | {r['macro']} | "
                        f"{r['accept_mismatch']} | {r['states_equal']} | {r['max_dpos']:.1e} |")
     out += ["", "float32 vs float64 (same streams): " + "; ".join(
-        f"N = {r['n']}: max abs Δr {r['float32_max_dpos']:.1e} Å, {r['float32_accept_mismatch']} accept mismatches; "
-        f"energy kernel vs CPU estimators {r['energy_max_rel']:.1e} relative" for r in d["twins"] if "float32_max_dpos" in r),
+        f"N = {r['n']}{' (' + r['kernel'] + ' kernel)' if 'kernel' in r else ''}: max abs Δr {r['float32_max_dpos']:.1e} Å, "
+        f"{r['float32_accept_mismatch']} accept mismatches"
+        + (f"; energy kernel vs CPU estimators {r['energy_max_rel']:.1e} relative" if "energy_max_rel" in r else "")
+        for r in d["twins"] if "float32_max_dpos" in r),
         "", "## Generation speed: time per macroupdate per chain (best chain count and block size)", "",
         "| N | dtype | memory | chains | threads | GPU ms | pair eval/s | % measured peak | % nominal peak | CPU 1 thread ms | "
         "CPU 16 threads ms | GPU / 1 thread | GPU / 16 threads |",
@@ -298,7 +302,7 @@ def markdown(d: dict) -> str:
             "Goal ≤ 10 ms.", "", roofline_summary(d), "",
             "## Kernel layouts compared (helium_gpu_h100v12 for N = 10240 and 40960, hybrid: the first "
             f"{hybrid_atoms(10240, 8)} (float64) or {hybrid_atoms(40960, 4)} (float32) atoms in shared memory; "
-            "helium_gpu_h100packed2 for N ≤ 1000, packed: `lanes` lanes per chain, 32/lanes chains per warp, "
+            "helium_gpu_h100v16 for N ≤ 1000, packed: `lanes` lanes per chain, 32/lanes chains per warp, "
             "against the one-chain-per-block shared kernel; default atoms per trip)", "",
             "| N | dtype | memory | threads | lanes | atoms per trip | chains | ms per macroupdate per chain | "
             "% measured peak |", "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -388,7 +392,13 @@ def markdown(d: dict) -> str:
                         f"{loop['fp64_pipe_per_evaluation']:.0f} on the FP64 pipe"
                         for key, loop in loops.items()) + ". Float32 was 33 in helium_gpu_h100v6_2026-11-23, "
             "about 46 before that; float64 was 77 instructions, 32 on the FP64 pipe, in helium_gpu_h100v8_2026-11-23 "
-            "(SASS read offline with benchmarks/sass_offline.py gives the same counts as on the device).", "",
+            "(SASS read offline with benchmarks/sass_offline.py gives the same counts as on the device). These are "
+            "helium_gpu_h100v11's kernels. Since helium_gpu_h100v16 (offline counts, 2026-11-26): float32/fold/rsqrt/2 "
+            "28.0, float64/high_word/rsqrt/4 45.9 and /2 49.8 (still 28 on the FP64 pipe) — float32 writes |d| as PTX "
+            "abs.f32, which ptxas folds into the add L − |d| and the min (fastmath's abs.ftz.f32 stayed an instruction "
+            "of its own), and clamps r² with one min; float64 masks the high word's sign in 32 bits (numba compared "
+            "it in 64). The packed kernel's loop is 30.5 and 49.8; it also steps the stream with 32-bit indices and "
+            "takes k mod G and j mod G by masks (a 64-bit remainder per microupdate before).", "",
             "**FMA probes** (the peak the fractions above use is the faster): " + "; ".join(
                 f"{dtype}: numba {v['numba']['flops'] / 1e12:.1f}, CUDA C (CuPy NVRTC, 16 chains per thread) "
                 f"{v['cuda_c']['flops'] / 1e12:.1f} TFLOP/s" for dtype, v in probes.items()) + ". numba's float32 "

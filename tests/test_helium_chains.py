@@ -276,9 +276,10 @@ def test_bad_options_raise_clear_errors():
 
 def test_auto_packs_small_systems_when_the_walkers_fill_whole_blocks(sim):
     assert [tuple(x) for x in sim["auto_layouts"]] == [("packed", 64, 8), ("shared", 32, None)]
-    assert hc.auto_memory(128, 8) == "packed" and hc.auto_memory(256, 8) == "shared"
-    assert hc.auto_memory(256, 4) == "packed" and hc.auto_memory(512, 4) == "shared"
+    assert hc.auto_memory(512, 8) == "packed" and hc.auto_memory(1000, 8) == "shared"
+    assert hc.auto_memory(512, 4) == "packed" and hc.auto_memory(1000, 4) == "shared"
     assert hc.default_lanes(64, single=False) == 8 and hc.default_lanes(64, single=True) == 4
+    assert hc.default_lanes(512, single=False) == 32 and hc.default_lanes(512, single=True) == 16
 
 
 def test_hybrid_kernel_keeps_as_many_atoms_in_shared_memory_as_fit():

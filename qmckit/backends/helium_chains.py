@@ -96,8 +96,8 @@ def _image_select(d, box, inv_box, half_box):
 
 
 def _cut(r2, half2):
-    """r² clamped to (L/2)², the cut-off (a min in float32 with fastmath; float64 has no min
-    instruction, so a compare and a select)."""
+    """r² clamped to (L/2)², the cut-off: a compare and a select (float64 has no min instruction on
+    sm_90; the float32 GPU kernels use :func:`_single_fold_forms`' min)."""
     return r2 if r2 < half2 else half2
 
 
@@ -130,13 +130,62 @@ def _high_word_forms():
 
         return nt.uint32(nt.float64), codegen
 
-    magnitude = np.uint32(0x7FFFFFFF)
+    @intrinsic
+    def high_magnitude(typingctx, x):
+        """high(|x|), the sign bit cleared in 32 bits (numba would widen a uint32 mask and compare in 64)."""
+        if x != nt.float64:
+            return None
+
+        def codegen(context, builder, signature, args):
+            bits = builder.bitcast(args[0], ir.IntType(64))
+            word = builder.trunc(builder.lshr(bits, ir.Constant(ir.IntType(64), 32)), ir.IntType(32))
+            return builder.and_(word, ir.Constant(ir.IntType(32), 0x7FFFFFFF))
+
+        return nt.uint32(nt.float64), codegen
 
     def image(d, box, inv_box, half_box):
-        return box - abs(d) if (high(d) & magnitude) >= high(half_box) else d
+        return box - abs(d) if high_magnitude(d) >= high(half_box) else d
 
     def cut(r2, half2):
         return r2 if high(r2) < high(half2) else half2
+
+    return image, cut
+
+
+def _single_fold_forms():
+    """The float32 GPU kernel's fold (:func:`_image`) and cut-off with their |·| and min as operand
+    modifiers and one min instruction.
+
+    With fastmath NVVM flushes denormals, and it writes |d| as ``abs.ftz.f32``, which ptxas keeps as
+    an instruction of its own (an FADD of |d| and −0) instead of folding |·| into the add L − |d|
+    and the min: three FMA-pipe instructions per pair evaluation. PTX ``abs.f32`` (inline assembly)
+    is folded. The flush loses nothing here: |d| is a difference of positions in [0, L), and a
+    denormal |d| gives a pair beyond the cut-off either way. The cut-off's compare and select (what
+    NVVM made of :func:`_cut`) become one min (FMNMX); r² is never NaN but for the discarded i = j
+    term. The pair loop in SASS (sm_90, ``benchmarks/sass_offline.py``): 32.0 → 28.0 instructions per
+    pair evaluation in the shared kernel, 34.5 → 30.5 in the packed one.
+    """
+    from llvmlite import ir
+    from numba import types as nt
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def magnitude(typingctx, x):
+        if x != nt.float32:
+            return None
+
+        def codegen(context, builder, signature, args):
+            fnty = ir.FunctionType(ir.FloatType(), [ir.FloatType()])
+            return builder.asm(fnty, "abs.f32 $0, $1;", "=f,f", args, side_effect=False)
+
+        return nt.float32(nt.float32), codegen
+
+    def image(d, box, inv_box, half_box):
+        a = magnitude(d)
+        return min(a, box - a)
+
+    def cut(r2, half2):
+        return min(r2, half2)
 
     return image, cut
 
@@ -409,8 +458,10 @@ def default_threads(n: int, single: bool, memory: str = "shared") -> int:
     per block from N = 512 on: shared memory limits the blocks per SM, and its pair loop is bound by
     the latency of dependent FP64 operations at the few warps left (Nsight Compute: 12–15 active warps
     per SM, issue slots 55–64 % busy, where float32 reaches 29 warps and 87 %)."""
-    if memory == "packed":  # fastest or within 1 % (helium_packed_scan_h100_2026-11-26): float64 N = 128 loses
-        return 128 if not single and n > 64 else 256  # 16 % with 256 (its chains' shared memory limits blocks)
+    if memory == "packed":  # fastest or within 1 % (helium_gpu_h100v16_2026-11-26's packed stage): 256 loses 14–20 %
+        if single:  # where the chains' shared memory limits the blocks per SM (float64 N ≥ 128, float32 N = 512)
+            return 256 if n <= 256 else 64
+        return 256 if n <= 64 else 128 if n <= 128 else 64
     if memory == "hybrid":  # one block per SM: 512 threads fastest at float64 N = 10240 and float32 N = 40960
         return 512  # (helium_gpu_h100hybrid2_2026-11-26: 256–1024 scanned)
     if memory == "split":  # one block per SM: float64 N = 10240 split runs best with 640 threads (h100v9unroll)
@@ -473,6 +524,8 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             image = lambda d, box, inv_box, half_box: d - box * rint(d * inv_box)  # noqa: E731
         if min_image == "high_word":
             image, cut = _high_word_forms()
+        if single and min_image == "fold":
+            image, cut = _single_fold_forms()
         if single:
             rsqrt = lambda x: libdevice.rsqrtf(x)  # noqa: E731  (fastmath: one MUFU.RSQ)
         else:
@@ -804,10 +857,10 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
             for i in range(G):
                 total += sums[first + i]
             return total
-        offset = G // 2
+        offset = u32(u32(G) >> u32(1))  # 32-bit: numba's int64 halving cost two shifts and two compares a round
         while offset > 0:
             value += cuda.shfl_xor_sync(FULL, value, offset)
-            offset //= 2
+            offset = u32(offset >> u32(1))
         cuda.syncwarp(FULL)
         return value
 
@@ -862,14 +915,18 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         xm = real(0.0)
         ym = xm
         zm = xm
+        mask = u32(G - 1)  # G is a power of two: k mod G and j mod G by masks, not 64-bit remainders
         group_barrier()
         for k in range(n_micro):
-            b = u32(k % G)
+            b = u32(k) & mask
             if b == 0:  # the next G microupdates' random numbers, in the CPU kernel's stream order
                 count = min(G, n_micro - k)
-                if l == 0:
-                    for q in range(count * RAW_PER_PROPOSAL):
+                if l == 0:  # the sequential stream: 32-bit unsigned indices (numba's int64 loop and negative-
+                    q = u32(0)  # index wrap-around doubled the integer instructions per draw)
+                    n_raw = u32(count * RAW_PER_PROPOSAL)
+                    while q < n_raw:
                         bits[q] = next_uint64(st, 0)
+                        q = u32(q + 1)
                 group_barrier()
                 if l < count:
                     r = l * RAW_PER_PROPOSAL
@@ -904,7 +961,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
                 xm = xn
                 ym = yn
                 zm = zn
-                if j % G == l:
+                if (j & mask) == l:
                     X[j] = xn
                     Y[j] = yn
                     Z[j] = zn
@@ -1032,12 +1089,14 @@ def hybrid_atoms(n: int, itemsize: int) -> int:
 
 
 def default_lanes(n: int, single: bool = False) -> int:
-    """Lanes per chain of the packed kernel, the fastest on an H100 (helium_packed_scan_h100_2026-11-26,
-    helium_gpu_h100packed_2026-11-26): float64 8 at N ≤ 128; float32 4 at N ≤ 64, 8 at 128, 16 at 256;
-    beyond, 32 (one chain per warp)."""
+    """Lanes per chain of the packed kernel, the fastest on an H100 (helium_gpu_h100v16_2026-11-26's packed
+    stage): float64 8 at N ≤ 128, 16 at 256, 32 (one chain per warp) at 512; float32 4 at N ≤ 64, 8 at
+    128, 16 at 256 and 512; beyond, 32."""
     if n <= 64:
         return 4 if single else 8
-    return 8 if n <= 128 else 16 if n <= 512 else 32
+    if n <= 128:
+        return 8
+    return 16 if n <= 256 or (single and n <= 512) else 32
 
 
 def packed_shared_bytes(n: int, itemsize: int, threads: int, lanes: int) -> int:
@@ -1049,15 +1108,15 @@ def packed_shared_bytes(n: int, itemsize: int, threads: int, lanes: int) -> int:
 
 def auto_memory(n: int, itemsize: int) -> str:
     """Where the generation kernel keeps N atoms' coordinates: for small N several chains per warp
-    (packed: N ≤ 128 in float64, N ≤ 256 in float32, where a one-chain block's fixed costs per microupdate
-    outweigh its pair terms; on an H100 packed was 1.4× and 1.07× faster at float64 N = 64 and 128, and
-    1.8×, 1.3×, 1.04× at float32 N = 64, 128, 256 than the shared kernel with the same chains,
-    helium_gpu_h100packed_2026-11-26 and helium_packed_scan_h100_2026-11-26); else all in shared memory while 3N
+    (packed: N ≤ 512, where a one-chain block's fixed costs per microupdate outweigh its pair terms, and
+    the packed kernel's warp barriers and 32-bit stream loop beat the shared kernel's block barriers; on an
+    H100 packed was faster than the shared kernel with the same chains at every N ≤ 512 and slower at 1000,
+    helium_gpu_h100v16_2026-11-26's packed stage); else all in shared memory while 3N
     fit in ``SHARED_LIMIT_BYTES``; else hybrid while at least a third of the atoms fit, else global memory.
     On an H100 (helium_gpu_h100hybrid2_2026-11-26) hybrid beat split by 19 % at float64 N = 10240
     (93 % of the atoms shared) and global by 27 % at float32 N = 40960 (47 %); at float64 N = 40960
     (23 %) global was 3 % faster."""
-    if n <= (256 if itemsize == 4 else 128):
+    if n <= 512:
         return "packed"
     if 3 * n * itemsize <= SHARED_LIMIT_BYTES:
         return "shared"
