@@ -101,6 +101,50 @@ def _cut(r2, half2):
     return r2 if r2 < half2 else half2
 
 
+def _high_word(mask: int = 0xFFFFFFFF):
+    """An intrinsic float64 x ↦ its upper 32 bits ANDed with ``mask``, as a uint32 (numba would widen a
+    uint32 mask, and every compare of the result, to 64 bits)."""
+    from llvmlite import ir
+    from numba import types as nt
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def high(typingctx, x):
+        if x != nt.float64:
+            return None
+
+        def codegen(context, builder, signature, args):
+            bits = builder.bitcast(args[0], ir.IntType(64))
+            word = builder.trunc(builder.lshr(bits, ir.Constant(ir.IntType(64), 32)), ir.IntType(32))
+            return word if mask == 0xFFFFFFFF else builder.and_(word, ir.Constant(ir.IntType(32), mask))
+
+        return nt.uint32(nt.float64), codegen
+
+    return high
+
+
+def _ptx_unary(instruction: str, single: bool):
+    """An intrinsic x ↦ the one-operand PTX ``instruction`` (inline assembly) on a float32 or float64."""
+    from llvmlite import ir
+    from numba import types as nt
+    from numba.cuda.extending import intrinsic
+
+    kind, llvm_type, register = (nt.float32, ir.FloatType(), "f") if single else (nt.float64, ir.DoubleType(), "d")
+
+    @intrinsic
+    def unary(typingctx, x):
+        if x != kind:
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.asm(ir.FunctionType(llvm_type, [llvm_type]), f"{instruction} $0, $1;",
+                               f"={register},{register}", args, side_effect=False)
+
+        return kind(kind), codegen
+
+    return unary
+
+
 def _high_word_forms():
     """The float64 GPU kernel's minimum image and cut-off by integer compares of high words.
 
@@ -115,33 +159,8 @@ def _high_word_forms():
     the CPU kernel keeps its exact thresholds: a decision could differ only if ln ξ fell within
     b⁵·10⁻¹⁵ of the threshold when such a pair is in the sum.
     """
-    from llvmlite import ir
-    from numba import types as nt
-    from numba.cuda.extending import intrinsic
-
-    @intrinsic
-    def high(typingctx, x):
-        if x != nt.float64:
-            return None
-
-        def codegen(context, builder, signature, args):
-            bits = builder.bitcast(args[0], ir.IntType(64))
-            return builder.trunc(builder.lshr(bits, ir.Constant(ir.IntType(64), 32)), ir.IntType(32))
-
-        return nt.uint32(nt.float64), codegen
-
-    @intrinsic
-    def high_magnitude(typingctx, x):
-        """high(|x|), the sign bit cleared in 32 bits (numba would widen a uint32 mask and compare in 64)."""
-        if x != nt.float64:
-            return None
-
-        def codegen(context, builder, signature, args):
-            bits = builder.bitcast(args[0], ir.IntType(64))
-            word = builder.trunc(builder.lshr(bits, ir.Constant(ir.IntType(64), 32)), ir.IntType(32))
-            return builder.and_(word, ir.Constant(ir.IntType(32), 0x7FFFFFFF))
-
-        return nt.uint32(nt.float64), codegen
+    high = _high_word()
+    high_magnitude = _high_word(0x7FFFFFFF)  # high(|x|): the sign bit cleared
 
     def image(d, box, inv_box, half_box):
         return box - abs(d) if high_magnitude(d) >= high(half_box) else d
@@ -165,20 +184,7 @@ def _single_fold_forms():
     term. The pair loop in SASS (sm_90, ``benchmarks/sass_offline.py``): 32.0 → 28.0 instructions per
     pair evaluation in the shared kernel, 34.5 → 30.5 in the packed one.
     """
-    from llvmlite import ir
-    from numba import types as nt
-    from numba.cuda.extending import intrinsic
-
-    @intrinsic
-    def magnitude(typingctx, x):
-        if x != nt.float32:
-            return None
-
-        def codegen(context, builder, signature, args):
-            fnty = ir.FunctionType(ir.FloatType(), [ir.FloatType()])
-            return builder.asm(fnty, "abs.f32 $0, $1;", "=f,f", args, side_effect=False)
-
-        return nt.float32(nt.float32), codegen
+    magnitude = _ptx_unary("abs.f32", single=True)
 
     def image(d, box, inv_box, half_box):
         a = magnitude(d)
@@ -206,22 +212,9 @@ def _rsqrt_f64_gpu():
     this is the estimate (PTX ``rsqrt.approx.ftz.f64``, inline assembly: NVVM has no intrinsic for
     it) and the same step in the same order of FMAs: the same bits as libdevice's rsqrt.
     """
-    from llvmlite import ir
-    from numba import types as nt
     from numba.cuda import libdevice
-    from numba.cuda.extending import intrinsic
 
-    @intrinsic
-    def estimate(typingctx, x):
-        if x != nt.float64:
-            return None
-
-        def codegen(context, builder, signature, args):
-            fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType()])
-            return builder.asm(fnty, "rsqrt.approx.ftz.f64 $0, $1;", "=d,d", args, side_effect=False)
-
-        return nt.float64(nt.float64), codegen
-
+    estimate = _ptx_unary("rsqrt.approx.ftz.f64", single=False)
     fma = libdevice.fma
 
     def rsqrt(x):
