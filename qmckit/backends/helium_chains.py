@@ -1103,8 +1103,9 @@ def auto_memory(n: int, itemsize: int) -> str:
     """Where the generation kernel keeps N atoms' coordinates: for small N several chains per warp
     (packed: N ≤ 512, where a one-chain block's fixed costs per microupdate outweigh its pair terms, and
     the packed kernel's warp barriers and 32-bit stream loop beat the shared kernel's block barriers; on an
-    H100 packed was faster than the shared kernel with the same chains at every N ≤ 512 and slower at 1000,
-    helium_gpu_h100v16_2026-11-26's packed stage); else all in shared memory while 3N
+    H100 packed was faster than the shared kernel with the same chains at every N ≤ 512 (both precisions,
+    helium_gpu_h100v16_2026-11-26's packed stage), and at N = 1000 slower than the shared kernel's best block
+    (30.4 against 32.3 % in float64, 39.9 against 40.7 % in float32, its speed stage)); else all in shared memory while 3N
     fit in ``SHARED_LIMIT_BYTES``; else hybrid while at least a third of the atoms fit, else global memory.
     On an H100 (helium_gpu_h100hybrid2_2026-11-26) hybrid beat split by 19 % at float64 N = 10240
     (93 % of the atoms shared) and global by 27 % at float32 N = 40960 (47 %); at float64 N = 40960
