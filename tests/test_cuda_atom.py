@@ -18,12 +18,13 @@ backend cuda against the same run on the CPU.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from _simulator import simulator_results
 
 MARKER = "CUDA_ATOM_RESULTS="
 # element → (walkers, sweeps, seed of the start): Ne is ~100× the work of He per walker in the simulator
@@ -269,12 +270,7 @@ def _child() -> dict:
 # --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sim():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__)], env=env, capture_output=True, text=True,
-                          timeout=900)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
-    assert proc.returncode == 0 and lines, f"simulator child failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    return json.loads(lines[-1][len(MARKER):])
+    return simulator_results(__file__, MARKER, timeout=900)
 
 
 def test_import_without_gpu_and_registration():

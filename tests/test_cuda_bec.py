@@ -18,12 +18,13 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from _simulator import simulator_results
 
 MARKER = "CUDA_BEC_RESULTS="
 cuda = None  # numba.cuda, imported only in the simulator child
@@ -193,12 +194,7 @@ def _cpu_normal_pair(states, w):
 # --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sim():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__)], env=env, capture_output=True, text=True,
-                          timeout=600)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
-    assert proc.returncode == 0 and lines, f"simulator child failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    return json.loads(lines[-1][len(MARKER):])
+    return simulator_results(__file__, MARKER, timeout=600)
 
 
 def test_import_without_gpu():

@@ -1,10 +1,13 @@
-"""GPU DMC (device-side branching) against CPU DMC on the same streams, under the CUDA simulator."""
-import os
-import subprocess
-import sys
-import textwrap
+"""GPU DMC (device-side branching) against CPU DMC on the same streams, under the CUDA simulator
+(this file run as a script in a child process: tests/_simulator.py)."""
+import json
 
-SCRIPT = textwrap.dedent("""
+from _simulator import simulator_results
+
+MARKER = "CUDA_DMC_SIM="
+
+
+def _child() -> dict:
     import numpy as np
     from qmckit.backends.cuda_driver import CudaVMC
     from qmckit.methods.dmc import DMC
@@ -31,11 +34,12 @@ SCRIPT = textwrap.dedent("""
     assert np.abs(gpu.walkers.positions - cpu.walkers.positions).max() < 1e-12
     assert np.array_equal(gpu.walkers.rng_states, cpu.walkers.rng_states)
     assert branched > 0, "the test must exercise branching"
-    print("ok", branched)
-""")
+    return {"branched": int(branched)}
 
 
 def test_gpu_dmc_twin_under_simulator():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env)
-    assert res.returncode == 0 and res.stdout.startswith("ok"), res.stderr[-2000:]
+    assert simulator_results(__file__, MARKER, timeout=300)["branched"] > 0
+
+
+if __name__ == "__main__":  # the simulator child
+    print(MARKER + json.dumps(_child()))

@@ -30,6 +30,8 @@ import sys
 import numpy as np
 import pytest
 
+from _simulator import simulator_results
+
 MARKER = "CUDA_GEMM_RESULTS="
 SHAPE = (37, 45, 29)  # M, K, N: not a multiple of any tile
 SMALL_TILE = (32, 16, 8, 4, 2)  # bm, bn, bk, tm, tn: 64 threads, a 2 × 2 grid on SHAPE, 5 full K tiles + 5
@@ -158,12 +160,7 @@ def _child() -> dict:
 # --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sim():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__)], env=env, capture_output=True, text=True,
-                          timeout=600)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
-    assert proc.returncode == 0 and lines, f"simulator child failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    result = json.loads(lines[-1][len(MARKER):])
+    result = simulator_results(__file__, MARKER, timeout=600)
     if "skip" in result:
         pytest.skip(result["skip"])
     return result
