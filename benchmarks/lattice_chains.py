@@ -11,11 +11,12 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
 
   twin      GPU kernel vs CPU kernel on the same chains and streams (20 sweeps, 32 chains; L = 5 and 9, and
             L = 15 with three T_P/bfactor layouts, i.e. three register caps): counts, configurations and
-            streams identical?, max |ΔA⁻¹|, max |ΔE|;
+            streams identical?, max |ΔA⁻¹|, max |ΔE|; also one proposal at a time and rank-2 swap updates;
   gpu       the full workload on the GPU (one launch per phase; synchronize + perf_counter around each
             launch, compile excluded by a warm-up; median of ``--repeats``); energies per site
             (chain means ± std/√W), acceptance, A⁻¹ drift; Sherman–Morrison FLOP/s vs the fp64 peak;
-            with proposals in batches of 8 (the default, "gpu") and one at a time ("gpu_batch1");
+            with proposals in batches of 8 (the default, "gpu"), one at a time ("gpu_batch1"), and an
+            accepted swap's two Sherman–Morrison steps as one rank-2 pass ("gpu_rank2", swap_update="rank2");
   cpu1      one CPU core (numba.set_num_threads(1)), the 32 chains one after another, at
             ``--sweeps-scale`` × the sweep counts, from the GPU's equilibrated configurations, extrapolated
             linearly to 5000 + 5000 sweeps (marked "extrapolated" in every table);
@@ -26,6 +27,7 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
   refresh_every = 10; the other stages stay on the thesis algorithm)
   phases    L = 5, 9, 15, batch 8 and 1: thread 0's clock cycles per sweep by phase (draws, batch sums,
             decisions, updates, rebuilds, measurements; lattice_cuda.CYCLE_PHASES), at ``--scan-scale``;
+            and batch 8 with the draws split (parse, derive; the cycle_details build);
   layout    L = 15: T_P ∈ {1, 2, 4, 8} × bfactor ∈ {4, 8, 16, 32}, at ``--layout-scale`` × the sweeps;
   chains    L = 15 (and 9): 32, 132, 264, 528, 1056 chains: chain·sweeps per second, at ``--scan-scale``.
 
@@ -217,10 +219,12 @@ def acceptance(counts):
             "singular_swap_rebuilds": int(c[REBUILDS])}
 
 
-def gpu_run(L, chains, n_eq, n_acc, refresh, tp=None, bf=8, keep_state=False, algorithm="thesis", batch=None):
+def gpu_run(L, chains, n_eq, n_acc, refresh, tp=None, bf=8, keep_state=False, algorithm="thesis", batch=None,
+            **options):
+    """One timed run (equilibration, then measured sweeps); ``options`` go to CudaChains (swap_update, ...)."""
     system, state, states = start(L, chains)
     gpu = lc.CudaChains(system, state, states, refresh_every=refresh, threads_per_column=tp, bfactor=bf,
-                        algorithm=algorithm, batch=batch if algorithm == "thesis" else None)
+                        algorithm=algorithm, batch=batch if algorithm == "thesis" else None, **options)
     gpu.kernel_info()  # compiles (or fetches) this layout's kernel before the clock starts
     t_eq, _ = gpu_phase(gpu, n_eq, False)
     eq_state = (gpu.host_state(), gpu.states_to_host()) if keep_state else None
@@ -265,17 +269,18 @@ def stage_warmup(cfg, results):
 
 def stage_twin(cfg, results):
     out = {}
-    jobs = [(L, layout, "thesis", None) for L, layout in cfg["twin_Ls"]] if "thesis" in cfg["algorithms"] else []
-    if "thesis" in cfg["algorithms"]:  # one proposal at a time (batch 1), where the default batches them
-        jobs += [(L, layout, "thesis", 1) for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
+    jobs = [(L, layout, "thesis", None, "sequential") for L, layout in cfg["twin_Ls"]] if "thesis" in cfg["algorithms"] else []
+    if "thesis" in cfg["algorithms"]:  # one proposal at a time (batch 1), where the default batches them; rank-2 swaps
+        jobs += [(L, layout, "thesis", 1, "sequential") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
+        jobs += [(L, layout, "thesis", None, "rank2") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
     if "tracked" in cfg["algorithms"]:
-        jobs += [(L, layout, "tracked", None) for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
-    for L, layout, algorithm, batch in jobs:
+        jobs += [(L, layout, "tracked", None, "sequential") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
+    for L, layout, algorithm, batch, swap_update in jobs:
         system, state, states = start(L, cfg["chains"])
         cpu = CpuChains(system, {k: np.array(v) for k, v in state.items()}, np.array(states), refresh_every=1,
                         algorithm=algorithm)
         gpu = lc.CudaChains(system, state, states, refresh_every=1, threads_per_column=layout[0], bfactor=layout[1],
-                            algorithm=algorithm, batch=batch)
+                            algorithm=algorithm, batch=batch, swap_update=swap_update)
         e_cpu = cpu.sweep(cfg["twin_sweeps"], measure=True)
         e_gpu = gpu.sweep(cfg["twin_sweeps"], measure=True)
         host = gpu.host_state()
@@ -284,6 +289,8 @@ def stage_twin(cfg, results):
             key = f"tracked {key}"
         elif batch == 1:
             key = f"batch 1: {key}"
+        elif swap_update == "rank2":
+            key = f"rank-2 swaps: {key}"
         out[key] = {"algorithm": algorithm, "batch": gpu.batch if algorithm == "thesis" else None,
             "chains": cfg["chains"], "sweeps": cfg["twin_sweeps"], "L": L, "T_P": layout[0], "bfactor": layout[1],
             "threads": gpu.threads, "max_registers": gpu.max_registers,
@@ -301,27 +308,32 @@ def stage_twin(cfg, results):
     results["twin"] = out
 
 
+GPU_RUNS = ("gpu", "gpu_batch1", "gpu_rank2", "gpu_tracked", "gpu_tracked_refresh10")
+
+
 def gpu_variants(cfg):
-    """(results key, algorithm, refresh_every, batch) of the gpu stage's runs: the thesis algorithm with the
-    default batch ("gpu") and one proposal at a time ("gpu_batch1"), the tracked one."""
+    """(results key, algorithm, refresh_every, batch, CudaChains options) of the gpu stage's runs: the thesis
+    algorithm with the default batch ("gpu"), one proposal at a time ("gpu_batch1") and rank-2 swap updates
+    ("gpu_rank2"), the tracked one."""
     out = []
     if "thesis" in cfg["algorithms"]:
-        out.append(("gpu", "thesis", cfg["refresh"], None))
-        out.append(("gpu_batch1", "thesis", cfg["refresh"], 1))
+        out.append(("gpu", "thesis", cfg["refresh"], None, {}))
+        out.append(("gpu_batch1", "thesis", cfg["refresh"], 1, {}))
+        out.append(("gpu_rank2", "thesis", cfg["refresh"], None, {"swap_update": "rank2"}))
     if "tracked" in cfg["algorithms"]:
-        out.append(("gpu_tracked", "tracked", cfg["refresh"], None))
+        out.append(("gpu_tracked", "tracked", cfg["refresh"], None, {}))
         if cfg["refresh"] != 10:
-            out.append(("gpu_tracked_refresh10", "tracked", 10, None))
+            out.append(("gpu_tracked_refresh10", "tracked", 10, None, {}))
     return out
 
 
 def stage_gpu(cfg, results, info):
-    for key, algorithm, refresh, batch in gpu_variants(cfg):
-        log(f"  [{key}] algorithm {algorithm}, refresh_every {refresh}, batch {batch}")
-        stage_gpu_variant(cfg, results, info, key, algorithm, refresh, batch)
+    for key, algorithm, refresh, batch, options in gpu_variants(cfg):
+        log(f"  [{key}] algorithm {algorithm}, refresh_every {refresh}, batch {batch}, {options}")
+        stage_gpu_variant(cfg, results, info, key, algorithm, refresh, batch, **options)
 
 
-def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh, batch=None):
+def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh, batch=None, **options):
     out = {}
     cfg = dict(cfg, refresh=refresh)
     peak = info.get("peak_fp64_tflops")
@@ -330,7 +342,7 @@ def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh, batch=
         keep = None
         for r in range(cfg["repeats"] if L < 15 else min(cfg["repeats"], 2)):
             run = gpu_run(L, cfg["chains"], cfg["n_eq"], cfg["n_acc"], cfg["refresh"], keep_state=(r == 0),
-                          algorithm=algorithm, batch=batch)
+                          algorithm=algorithm, batch=batch, **options)
             reps.append(run)
             if r == 0:
                 keep = run
@@ -345,7 +357,8 @@ def stage_gpu_variant(cfg, results, info, result_key, algorithm, refresh, batch=
         row = {"algorithm": algorithm, "L": L, "n_sites": system.n_sites, "n_electrons": system.n_electrons, "M": system.size,
                "chains": cfg["chains"], "sweeps": [cfg["n_eq"], cfg["n_acc"]], "refresh_every": cfg["refresh"],
                "threads": gpu.threads, "T_P": gpu.threads_per_column, "bfactor": gpu.bfactor,
-               "batch": gpu.batch if algorithm == "thesis" else None, "shared_bytes": gpu.shared_bytes, "t_eq_s": t_eq, "t_acc_s": t_acc, "t_total_s": total, "t_total_median_s": t_med,
+               "batch": gpu.batch if algorithm == "thesis" else None, "swap_update": gpu.swap_update,
+               "shared_bytes": gpu.shared_bytes, "t_eq_s": t_eq, "t_acc_s": t_acc, "t_total_s": total, "t_total_median_s": t_med,
                "chain_sweeps_per_s": cfg["chains"] * (cfg["n_eq"] + cfg["n_acc"]) / t_med,
                "proposals_per_s_per_chain": system.n_electrons * (cfg["n_eq"] + cfg["n_acc"]) / t_med,
                "acceptance": acceptance(gpu.counts), "drift_max": float(gpu.drift.max()),
@@ -437,23 +450,28 @@ def stage_norefresh(cfg, results):
 
 def stage_phases(cfg, results):
     """Where a chain's time goes: thread 0's clock cycles by phase (lattice_cuda.CYCLE_PHASES), per
-    sweep, for batch 8 and 1, at ``--scan-scale`` × the sweeps (equilibration and accumulation each)."""
+    sweep, for batch 8 and 1, at ``--scan-scale`` × the sweeps (equilibration and accumulation each);
+    then batch 8 again with the kernel that also counts the draws' parse and derive parts
+    (``cycle_details``, lattice_cuda.CYCLE_DETAILS)."""
     out = {}
     for L in cfg["Ls"]:
-        for batch in (8, 1):
+        for batch, details in ((8, False), (1, False), (8, True)):
             n = max(1, round(cfg["n_eq"] * cfg["scan_scale"]))
-            run = gpu_run(L, cfg["chains"], n, n, cfg["refresh"], batch=batch)
+            run = gpu_run(L, cfg["chains"], n, n, cfg["refresh"], batch=batch, cycle_details=details)
             gpu = run["chains"]
-            cycles = {k: float(v.mean()) / (2 * n) for k, v in gpu.cycle_counts().items()}
+            counted = {k: float(v.mean()) / (2 * n) for k, v in gpu.cycle_counts(details=True).items()}
+            cycles = {k: counted[k] for k in lc.CYCLE_PHASES}
             total = sum(cycles.values())
             t = run["t_eq"] + run["t_acc"]
-            row = {"L": L, "batch": batch, "sweeps": [n, n], "t_s": t, "t_per_sweep_us": 1e6 * t / (2 * n),
-                   "cycles_per_sweep": cycles, "cycles_per_sweep_total": total,
+            row = {"L": L, "batch": batch, "details_build": details, "sweeps": [n, n], "t_s": t,
+                   "t_per_sweep_us": 1e6 * t / (2 * n), "cycles_per_sweep": cycles, "cycles_per_sweep_total": total,
                    "clock_ghz_implied": total * 2 * n / t / 1e9,
                    "proposals_per_sweep": gpu.moves_per_sweep, "acceptance": acceptance(gpu.counts)}
-            out[f"{L}/{batch}"] = row
-            log(f"  phases L={L} batch={batch}: {1e6 * t / (2 * n):.1f} µs per sweep; cycles per sweep "
-                + ", ".join(f"{k} {v:.0f}" for k, v in cycles.items()))
+            if details:
+                row["draw_cycles_per_sweep"] = {k: counted[k] for k in lc.CYCLE_DETAILS}
+            out[f"{L}/{batch}" + ("/details" if details else "")] = row
+            log(f"  phases L={L} batch={batch}{' (details build)' if details else ''}: {1e6 * t / (2 * n):.1f} µs per sweep; cycles per sweep "
+                + ", ".join(f"{k} {v:.0f}" for k, v in counted.items()))
     results["phases"] = out
 
 
@@ -545,7 +563,7 @@ def markdown(results):
         lines.append(f"fp64 peak assumed: {m['gpu'].get('peak_fp64_tflops')} TFLOP/s ({m['gpu'].get('peak_source')}); "
                      "SM FLOP/s = 4M² per Sherman–Morrison step (one per accepted hop, two per accepted swap) / GPU time.")
         lines.append("")
-    variants = [(k, results[k]) for k in ("gpu", "gpu_batch1", "gpu_tracked", "gpu_tracked_refresh10") if results.get(k)]
+    variants = [(k, results[k]) for k in GPU_RUNS if results.get(k)]
     if variants:
         lines.append("GPU algorithms (32 chains unless smoke; total s = median of repeats; E/N_s = chain mean ± std/√W):")
         lines.append("")
@@ -583,12 +601,17 @@ def markdown(results):
         lines.append("Where a chain's time goes: thread 0's clock cycles per sweep by phase (barrier waits included; "
                      "half the sweeps measured), 32 chains:")
         lines.append("")
-        lines.append("| L | batch | sweeps | µs per sweep | " + " | ".join(names) + " | total |")
-        lines.append("|---|---|---|---|" + "---|" * (len(names) + 1))
+        parts = next((list(r["draw_cycles_per_sweep"]) for r in ph.values() if "draw_cycles_per_sweep" in r), [])
+        lines.append("| L | batch | sweeps | µs per sweep | " + " | ".join(names) + " | total |"
+                     + "".join(f" of draws, {k.split(': ')[-1]} |" for k in parts))
+        lines.append("|---|---|---|---|" + "---|" * (len(names) + 1 + len(parts)))
         for r in ph.values():
             c = r["cycles_per_sweep"]
-            lines.append(f"| {r['L']} | {r['batch']} | {r['sweeps'][0]}+{r['sweeps'][1]} | {r['t_per_sweep_us']:.1f} | "
-                         + " | ".join(f"{c[k]:.0f}" for k in names) + f" | {r['cycles_per_sweep_total']:.0f} |")
+            d = r.get("draw_cycles_per_sweep", {})
+            batch = f"{r['batch']} (details build)" if r.get("details_build") else r["batch"]
+            lines.append(f"| {r['L']} | {batch} | {r['sweeps'][0]}+{r['sweeps'][1]} | {r['t_per_sweep_us']:.1f} | "
+                         + " | ".join(f"{c[k]:.0f}" for k in names) + f" | {r['cycles_per_sweep_total']:.0f} |"
+                         + "".join(f" {d[k]:.0f} |" if k in d else " |" for k in parts))
         lines.append("")
     lay = results.get("layout_scan")
     if lay and lay["rows"]:

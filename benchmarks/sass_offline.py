@@ -6,11 +6,17 @@ many of them go to the FP64 pipe (``helium_gpu.pair_loop``: the same counts the 
 ``variants`` records; checked equal on 2026-11-23 for the four rsqrt forms). Use it to try a change to
 the pair term before spending device time on it.
 
+With ``--lattice NAME[,NAME…]`` it compiles study 000's chain kernels instead (``lattice_cuda.kernels()``'s
+names: run_chains, run_chains_grid, run_chains_grid_rank2, …) and prints ptxas's registers and spills at
+each ``--caps`` register cap (the kernel's block of 224 threads at L = 15 gets 232), and a digest of the SASS
+(equal digests: the same machine code).
+
 Set-up (wheels from PyPI, no driver needed; 13.x is the CUDA major that numba-cuda 0.30 finds):
 
     pip install --target /tmp/nvtools nvidia-cuda-nvcc nvidia-cuda-nvrtc nvidia-nvvm nvidia-cuda-nvdisasm
     CUDA_HOME=/tmp/nvtools/nvidia/cu13 PATH=/tmp/nvtools/nvidia/cu13/bin:$PATH \\
         python benchmarks/sass_offline.py [--forms f32:fold/rsqrt/2,f64:fold_select/rsqrt/4] [--keep DIR]
+        python benchmarks/sass_offline.py --lattice run_chains_grid,run_chains_grid_rank2 --caps 232,128
 """
 from __future__ import annotations
 
@@ -66,13 +72,68 @@ def sass_text(single: bool, min_image: str, inverse: str, unroll: int, keep: Pat
                               text=True).stdout
 
 
+def lattice_report(names, caps, keep: Path | None = None) -> list[dict]:
+    """ptxas's registers and spill bytes for study 000's chain kernels at each register cap, and a digest of
+    their SASS (sm_90), compiled on this machine without a GPU."""
+    import hashlib
+    import re
+
+    warnings.filterwarnings("ignore", message="Cannot determine the NVRTC version")
+    from numba import cuda, types as nt
+    import numba.cuda.dispatcher as dispatcher
+
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+    from qmckit.backends import lattice_cuda as lc
+
+    f64, i64, u64, boolean = nt.float64, nt.int64, nt.uint64, nt.boolean
+    # CudaChains._args of the thesis kernel: pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs,
+    # the chain arrays and streams, sweeps, moves, measure, refresh, energies, counts, drift, scratch, F, G,
+    # T_P, bfactor, batch, cycles, snapshots, sweep0, total
+    signature = (f64[:, ::1], f64[:, ::1], i64[:, ::1], f64[:, ::1], i64[:, ::1], f64, boolean, i64,
+                 i64[:, ::1], i64[:, ::1], i64[:, ::1], i64[:, ::1], f64[:, :, ::1], u64[:, ::1], i64, i64, boolean,
+                 i64, f64[:, :, ::1], i64[:, ::1], f64[::1], f64[:, :, ::1], f64[:, ::1], f64[:, ::1], i64, i64, i64,
+                 f64[:, ::1], f64[:, ::1], i64, i64)
+    ptxas = Path(os.environ.get("CUDA_HOME", "")) / "bin" / "ptxas"
+    ptxas = str(ptxas) if ptxas.exists() else "ptxas"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            ptx, _ = cuda.compile_ptx(lc.kernels(255)[name].py_func, signature, cc=(9, 0))
+            stem = folder / name
+            stem.with_suffix(".ptx").write_text(ptx)
+            for cap in caps:
+                cubin = folder / f"{name}_{cap}.cubin"
+                log = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", f"-maxrregcount={cap}",
+                                      str(stem.with_suffix(".ptx")), "-o", str(cubin)],
+                                     check=True, capture_output=True, text=True).stderr
+                sass = subprocess.run(["nvdisasm", "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
+                number = lambda pattern: int(re.search(pattern, log).group(1))  # noqa: E731
+                rows.append({"kernel": name, "cap": cap, "registers": number(r"Used (\d+) registers"),
+                             "spill_stores": number(r"(\d+) bytes spill stores"),
+                             "spill_loads": number(r"(\d+) bytes spill loads"),
+                             "sass_lines": len(sass.splitlines()),
+                             "sass_digest": hashlib.sha256(sass.encode()).hexdigest()[:12]})
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--forms", default="f32:fold/rsqrt/2,f32:fold/rsqrt/4,f64:fold_select/rsqrt/2,f64:fold_select/rsqrt/4",
                     help="dtype:min_image/inverse/unroll, comma-separated (helium_chains.kernels)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the PTX and cubin files in this folder")
     ap.add_argument("--kernel", default="generate_shared", help="generate_shared, _split, _global, _hybrid or _packed")
+    ap.add_argument("--lattice", default=None, help="study 000's chain kernels instead, comma-separated names")
+    ap.add_argument("--caps", default="232,128", help="with --lattice: register caps, comma-separated")
     args = ap.parse_args(argv)
+    if args.lattice:
+        print("| kernel | register cap | registers | spill stores (B) | spill loads (B) | SASS lines | SASS digest |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for r in lattice_report(args.lattice.split(","), [int(c) for c in args.caps.split(",")], args.keep):
+            print(f"| {r['kernel']} | {r['cap']} | {r['registers']} | {r['spill_stores']} | {r['spill_loads']} | "
+                  f"{r['sass_lines']} | {r['sass_digest']} |")
+        return
     hg = _helium_gpu()
     print("| form | instructions per trip | pair evaluations per trip | per evaluation | on the FP64 pipe |")
     print("|---|---:|---:|---:|---:|")

@@ -36,6 +36,11 @@ CASES = {
     "square": (dict(kind="square", L=4, doping=0.125), 2, [(1, False), (2, True)], 1, 4, 8),
     # M = 13 with T_P = 1: column sums of 8 + 4 + 1 terms, updates of 4-element trips, tile products of 4 k
     "unrolled": (dict(L=5, doping=0.1), 1, [(1, True)], 1, 1, 4),
+    # an accepted swap as one rank-2 pass (swap_update="rank2"): the same chain as the CPU's two steps, to rounding
+    "rank2": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8, {"swap_update": "rank2"}),
+    "rank2_unrolled": (dict(L=5, doping=0.1), 2, [(1, False), (2, True)], 0, 1, 4, {"swap_update": "rank2"}),  # no rebuild
+    # the kernel that also counts the draws' parts (its clock reads are no-ops here, its layout is not)
+    "details": (dict(L=3, doping=0.2), 2, [(1, False), (2, True)], 1, 4, 8, {"cycle_details": True}),
 }
 
 # the tracked algorithm (F and G kept up to date): GPU kernel vs the tracked CPU kernel, same layout
@@ -193,6 +198,16 @@ def test_bad_options_raise_clear_errors():
             lc.CudaChains(system, state, states, batch=bad)
     with pytest.raises(ValueError, match="measure_on must be one of grid, chain"):
         lc.CudaChains(system, state, states, measure_on="host")
+    with pytest.raises(ValueError, match="swap_update must be one of sequential, rank2"):
+        lc.CudaChains(system, state, states, swap_update="woodbury")
+    with pytest.raises(ValueError, match="swap_update='rank2' is a form of the thesis kernel"):
+        lc.CudaChains(system, state, states, algorithm="tracked", swap_update="rank2")
+    with pytest.raises(ValueError, match="cycle_details=True needs the thesis kernel"):
+        lc.CudaChains(system, state, states, algorithm="tracked", cycle_details=True)
+    # the timed kernels keep their shared-memory layout (L = 15 at 224 threads: the lattice_chains_h100v7 record's
+    # 133656 B); the details one has two more cycle counts
+    assert lc.shared_bytes(103, 226, 224) == 133656
+    assert lc.shared_bytes(103, 226, 224, details=True) == 133656 + 16
 
 
 @pytest.mark.parametrize("size", [3, 13, 38, 103, 104, 117])
@@ -227,7 +242,8 @@ def test_gpu_chain_equals_cpu_twin(sim, name):
 
 
 def test_the_twin_cases_exercise_hops_and_swaps(sim):
-    for name in ("twin", "single", "in_chain", "chunked", "layout", "wide", "square", "unrolled"):
+    for name in ("twin", "single", "in_chain", "chunked", "layout", "wide", "square", "unrolled", "rank2",
+                 "rank2_unrolled"):
         counts = np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)
         assert counts[1] > 0 and counts[3] > 0, (name, counts)  # accepted hops and accepted swaps
     free = np.array(sim["cases"]["free"]["counts_gpu"]).sum(axis=0)

@@ -51,6 +51,11 @@ GPU design (study 000 §4, on today's hardware)
   time path (one barrier); lane s decides proposal s and a ballot finds the first accepted one. An
   accepted up step takes F's row as its column sums. At L = 15, x ≈ 0.1 (acceptance 6.5 %) a batch
   covers about 6.4 proposals;
+* ``swap_update="rank2"`` (kernels ``run_chains*_rank2``; not the default until timed): an accepted swap's
+  two steps as one rank-2 pass A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the batch's
+  F row, W row and z sum and one matrix–vector product A⁻¹W — one read of A⁻¹ and one read-write pass
+  against two read-write passes, a read and a gather; the same algebra in the same order of steps, so the
+  chain stays the CPU's (to rounding: decisions identical in every simulator twin);
 * the rebuild is an in-block Gauss–Jordan elimination with partial pivoting, in place in shared
   memory (rows by warp, columns by lane; row interchanges undone as column interchanges at the end);
   the previous A⁻¹ is kept in per-chain global scratch for the drift;
@@ -71,7 +76,8 @@ GPU design (study 000 §4, on today's hardware)
   measures in the chain's own block, as the thesis does;
 * thread 0 counts its clock cycles by phase (:data:`CYCLE_PHASES`: draws, batch sums, decisions,
   updates, rebuilds, measurements; :meth:`CudaChains.cycle_counts`), barrier waits included — where
-  a chain's time goes, measured in every launch at the cost of a few instructions per batch;
+  a chain's time goes, measured in every launch at the cost of a few instructions per batch — and,
+  in a kernel of its own (``cycle_details``), the draws' parse and derive parts (:data:`CYCLE_DETAILS`);
 * every exchange of data between threads crosses a ``syncthreads`` barrier or is a ``*_sync`` warp
   shuffle with the full mask at a point all 32 lanes reach (no warp-synchronous code: correct on
   Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
@@ -122,6 +128,7 @@ Importing this module never needs CUDA: ``numba.cuda`` is imported on first use,
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import types
 
@@ -199,6 +206,11 @@ BATCH_DOUBLES = 6  # per proposal: decision uniform, A⁻¹[l, k], φ(b, a), φ(
 BATCH_INTS = 9  # per proposal: kind, label, target, k, l, a, b, col_s, row_s
 # the phases of a chain whose clock cycles (thread 0's, barriers included) a launch adds up
 CYCLE_PHASES = ("draws", "batch sums", "decisions", "updates", "rebuilds", "measurements")
+# parts of a batch's "draws" that thread 0 also counts in the *_details kernels (CudaChains(cycle_details=True)):
+# the warp's parse of 32 draws, then the proposals' records and the shuffles of their sites (derive); the rest
+# of "draws" is the gathers and the barrier
+CYCLE_DETAILS = ("draws: parse", "draws: derive")
+CYCLE_SLOTS = len(CYCLE_PHASES) + len(CYCLE_DETAILS)
 
 
 def batch_stride(size: int) -> int:
@@ -214,15 +226,16 @@ def batch_slots(threads: int) -> int:
     return 1 if simulated() else max(threads // 32, 1)
 
 
-def shared_bytes(size: int, n_sites: int, threads: int) -> int:
+def shared_bytes(size: int, n_sites: int, threads: int, details: bool = False) -> int:
     """Dynamic shared memory of one block: A⁻¹ (M²), four vectors (M), a measurement tile (16·M), the
     reduction slots, the counters and cycle counts, a proposal batch's staged vectors and F rows (3 × 8 rows of
     :func:`batch_stride`) and its per-proposal numbers and partial sums in two alternating buffers
     (float64), then the site lists, occupations, pivots, permutation and argmax indices, the
     measurement's two site lists and their counts, and the batch's per-proposal integers (two buffers,
-    int32)."""
+    int32). ``details``: the *_details kernel's two more cycle counts."""
     batch = 3 * BATCH * batch_stride(size) + 2 * BATCH * (BATCH_DOUBLES + batch_slots(threads))
-    doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + N_COUNTERS + len(CYCLE_PHASES) + batch
+    cycles = CYCLE_SLOTS if details else len(CYCLE_PHASES)  # the *_details kernels count the draws' parts too
+    doubles = size * size + 4 * size + TILE * size + reduction_doubles(threads) + N_COUNTERS + cycles + batch
     ints = 4 * size + 2 * n_sites + reduction_ints(threads) + 2 * n_sites + 2 + 2 * BATCH * BATCH_INTS
     return 8 * doubles + 4 * ints
 
@@ -253,7 +266,15 @@ MEASURE_THREADS = 224  # at most, per block of measure_snapshots_gpu (uncapped r
 MEASURE_PLACES = ("grid", "chain")
 
 ALGORITHMS = ("thesis", "tracked")
+SWAP_UPDATES = ("sequential", "rank2")  # an accepted swap: two Sherman–Morrison steps, or one rank-2 pass
 KERNEL_NAMES = {"thesis": "run_chains", "tracked": "run_chains_tracked"}
+# the thesis kernel's variants, named run_chains[_grid][_rank2][_details]: flag → (closure constant, value)
+VARIANT_FLAGS = {
+    "grid": ("MEASURE_IN_BLOCK", False),  # measure_on="grid": no in-block measurement (232 B of spills against
+    # 296 at the 232-register cap, ptxas for sm_90)
+    "rank2": ("RANK2_SWAPS", True),  # swap_update="rank2": an accepted swap in one pass (swap_rank2)
+    "details": ("DRAW_DETAILS", True),  # cycle_details=True: thread 0 also counts the draws' parts (CYCLE_DETAILS)
+}
 
 
 def default_max_registers(threads: int) -> int:
@@ -685,6 +706,18 @@ def kernels(max_registers: int = 255) -> dict:
         return a - f * c if keep != 0.0 else c
 
     @dev
+    def load4(V, i, step):
+        """V[i], V[i + step], V[i + 2·step], V[i + 3·step] (unsigned 32-bit offsets)."""
+        return V[i], V[u32(i + step)], V[u32(i + 2 * step)], V[u32(i + 3 * step)]
+
+    @dev
+    def store4(V, i, step, v0, v1, v2, v3):
+        V[i] = v0
+        V[u32(i + step)] = v1
+        V[u32(i + 2 * step)] = v2
+        V[u32(i + 3 * step)] = v3
+
+    @dev
     def strided_update(A, e, a_step, cpy, l, p_step, M, keep, f, inv_r):
         """A[e + (l' − l)/p_step · a_step] ← updated(·, keep, f, cpy[l'] / ratio) over l' = l, l + p_step,
         … < M: one row or column slice of a Sherman–Morrison step.
@@ -767,6 +800,95 @@ def kernels(max_registers: int = 255) -> dict:
             strided_update(A, r * M + tsub, BF, cpy, tsub, BF, M, keep, g, inv_r)
             r += rper
         cuda.syncthreads()
+
+    @dev
+    def strided_update2(A, e, a_step, vecs, x0, z0, l, p_step, M, y, w):
+        """A[e + (l' − l)/p_step · a_step] −= vecs[x0 + l'] · y + vecs[z0 + l'] · w over l' = l, l + p_step,
+        … < M: one column slice of a rank-2 update (:func:`swap_rank2`), four elements per trip with
+        their loads before the stores."""
+        a_step = u32(a_step)
+        p_step = u32(p_step)
+        e = u32(e)
+        l = u32(l)
+        M = u32(M)
+        x0 = u32(x0)
+        z0 = u32(z0)
+        while l + u32(3 * p_step) < M:
+            a0, a1, a2, a3 = load4(A, e, a_step)
+            b0, b1, b2, b3 = load4(vecs, x0 + l, p_step)
+            d0, d1, d2, d3 = load4(vecs, z0 + l, p_step)
+            store4(A, e, a_step, a0 - (b0 * y + d0 * w), a1 - (b1 * y + d1 * w), a2 - (b2 * y + d2 * w),
+                   a3 - (b3 * y + d3 * w))
+            l = u32(l + 4 * p_step)
+            e = u32(e + 4 * a_step)
+        while l < M:
+            A[e] = A[e] - (vecs[x0 + l] * y + vecs[z0 + l] * w)
+            l = u32(l + p_step)
+            e = u32(e + a_step)
+
+    @dev
+    def swap_rank2(A, M, k, l, first_up, first_down, phi_ba, phi_aa, phi_bb, z, f, w, cpy, tile, red, trow, rsub,
+                   rper, BF, tcol, csub, cper, TP):
+        """An accepted swap's two Sherman–Morrison steps (up k: a → b, down l: b → a) as one rank-2 pass,
+        A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ, in the order the sequential steps would take (up first when |first_up| ≥
+        |first_down|), from the batch's numbers: f = F's row (P·A⁻¹, P_l = φ(b, b)), w = the staged row
+        φ(R↑, a) (w_k = φ(a, a)), z = Σ_{c≠k} f_c w_c, cpy = column k of A⁻¹. One matrix–vector pass
+        g = A⁻¹w (with row l of A⁻¹ kept), then per element
+        up first:   ρ₁ = f_k, u = g + (φ(b,a) − φ(a,a)) cpy, s = (z + (ρ₁ − 1) φ(b,a))/ρ₁, ρ₂ = u_l − cpy_l s,
+                    X = cpy, Y = (f − e_k)/ρ₁, Z = (u − cpy s − e_l)/ρ₂, W = A⁻¹[l, :] − cpy_l Y;
+        down first: ρ₁ = y_l, X = (g − e_l)/ρ₁, Y = A⁻¹[l, :], Δ = φ(b,a) − φ(b,b),
+                    π = (z + f_k φ(a,a) + Δρ₁ − φ(b,a))/ρ₁, f' = f + (Δ − π) A⁻¹[l, :], ρ₂ = f'_k,
+                    Z = cpy − X A⁻¹[l, k], W = (f' − e_k)/ρ₂.
+        (The sequential steps' algebra; exact to rounding.) Scratch: tile[0:6M]. Ends with a barrier."""
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        row_dots(A, M, w, tile[0:M], tile[M:2 * M], l, red, trow, rsub, rper, BF)  # g, row l of A⁻¹
+        up_first = abs(first_up) >= abs(first_down)
+        c_l = cpy[l]
+        r_k = tile[M + k]
+        rho1 = first_up if up_first else first_down
+        s = (z + (first_up - 1.0) * phi_ba) / rho1
+        dq = phi_ba - phi_aa
+        delta = phi_ba - phi_bb
+        pe = (z + first_up * phi_aa + delta * rho1 - phi_ba) / rho1
+        rho2 = (tile[l] + dq * c_l - c_l * s) if up_first else (first_up + (delta - pe) * r_k)
+        i = t
+        while i < M:
+            g = tile[i]
+            r = tile[M + i]
+            ci = cpy[i]
+            if up_first:
+                y = (f[i] - (1.0 if i == k else 0.0)) / rho1
+                x = ci
+                zz = (g + dq * ci - ci * s - (1.0 if i == l else 0.0)) / rho2
+                wv = r - c_l * y
+            else:
+                x = (g - (1.0 if i == l else 0.0)) / rho1
+                y = r
+                zz = ci - x * r_k
+                wv = (f[i] + (delta - pe) * r - (1.0 if i == k else 0.0)) / rho2
+            tile[2 * M + i] = x
+            tile[3 * M + i] = y
+            tile[4 * M + i] = zz
+            tile[5 * M + i] = wv
+            i += T
+        cuda.syncthreads()
+        col = tcol
+        while col < M:
+            strided_update2(A, csub * M + col, TP * M, tile, 2 * M, 4 * M, csub, TP, M, tile[3 * M + col],
+                            tile[5 * M + col])
+            col += cper
+        cuda.syncthreads()
+
+    @dev
+    def swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b):
+        """The configuration after an accepted swap: up electron k a → b, down electron l b → a."""
+        up_site[k] = b
+        dn_site[l] = a
+        up_at[a] = -1
+        up_at[b] = k
+        dn_at[b] = -1
+        dn_at[a] = l
 
     @dev
     def swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, tsub, cper, TP):
@@ -1544,17 +1666,21 @@ def kernels(max_registers: int = 255) -> dict:
     if not SIM and os.environ.get("QMCKIT_CUDA_LINEINFO"):  # source lines for profilers (Nsight Compute)
         options["lineinfo"] = True
 
-    MEASURE_IN_BLOCK = True  # a closure constant: run_chains_grid is built from this function with it False
+    # closure constants, replaced in the kernel variants (see `variant` below)
+    MEASURE_IN_BLOCK = True  # *_grid: False
+    RANK2_SWAPS = False  # *_rank2: True
+    DRAW_DETAILS = False  # *_details: True
 
     def run_chains_gpu(pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs, up_site_g, dn_site_g, up_at_g,
                        dn_at_g, ainv_g, states, n_sweeps, moves_per_sweep, measure, refresh_every, energies, counts,
                        drift, scratch, Fs, Gs, TP, BF, batch, cycles, snaps, sweep0, total_sweeps):
         """``n_sweeps`` sweeps of chain ``blockIdx.x`` (see the module docstring), in place; ``batch`` > 1
-        evaluates the proposals 8 at a time (see the module docstring), 1 one at a time; cycles (W, 6)
-        float64 += thread 0's clock cycles by phase (:data:`CYCLE_PHASES`; 0 in the simulator). A launch
-        may be part of a call of ``total_sweeps`` sweeps that began ``sweep0`` sweeps earlier (the rebuild
-        schedule counts the call's sweeps); with ``snaps`` of S > 0 rows, a measured sweep writes a snapshot
-        to row sweep·W + w (:data:`snapshot_doubles`) instead of measuring, for ``measure_snapshots_gpu``.
+        evaluates the proposals 8 at a time (see the module docstring), 1 one at a time; cycles (W,
+        :data:`CYCLE_SLOTS`) float64 += thread 0's clock cycles by phase (:data:`CYCLE_PHASES`, then
+        :data:`CYCLE_DETAILS`; 0 in the simulator). A launch may be part of a call of ``total_sweeps``
+        sweeps that began ``sweep0`` sweeps earlier (the rebuild schedule counts the call's sweeps); with
+        ``snaps`` of S > 0 rows, a measured sweep writes a snapshot to row sweep·W + w
+        (:data:`snapshot_doubles`) instead of measuring, for ``measure_snapshots_gpu``.
 
         Chain arrays as the CPU's (W, …); states (W, 2) uint64; energies (W, n_sweeps, 3) when
         ``measure``; counts (W, 5) += this launch's counts; drift (W,) ← max(drift, rebuild drifts);
@@ -1588,8 +1714,9 @@ def kernels(max_registers: int = 255) -> dict:
         m4 = ((M + 3) >> 2) << 2
         LD = m4 + ((4 - m4) & 15)
         NZ = 1 if SIM else T >> 5
-        cyc = dsh[nc0 + NC:nc0 + NC + NT]  # thread 0's clock cycles by phase (see CYCLE_PHASES)
-        ob_p = nc0 + NC + NT
+        nt = CYCLE_SLOTS if DRAW_DETAILS else NT  # (the timed kernels keep the layout they were timed with)
+        cyc = dsh[nc0 + NC:nc0 + NC + nt]  # thread 0's clock cycles by phase (CYCLE_PHASES, CYCLE_DETAILS)
+        ob_p = nc0 + NC + nt
         ob_w = ob_p + NB * LD
         ob_f = ob_w + NB * LD
         Pm = dsh[ob_p:ob_w]
@@ -1652,7 +1779,7 @@ def kernels(max_registers: int = 255) -> dict:
         if t == 0:
             for q in range(NC):
                 cnt[q] = 0.0
-            for q in range(NT):
+            for q in range(nt):
                 cyc[q] = 0.0
         i = t
         while i < NB * LD:  # the staged vectors' padding stays zero
@@ -1694,6 +1821,9 @@ def kernels(max_registers: int = 255) -> dict:
                     ps1 = i64(0)
                     if not SIM:
                         nbp, pe, ptg, pu, ps0, ps1 = parse_batch(st, up_at, dn_at, n2, NS, nb)
+                    if DRAW_DETAILS and t == 0:
+                        c1 = clock64()
+                        cyc[6] += float(c1 - c0)
                     if nbp > 0:
                         # lane s works out proposal s (every warp alike; warp 0's lanes write the records)
                         nb = nbp
@@ -1716,6 +1846,8 @@ def kernels(max_registers: int = 255) -> dict:
                         y5 = cuda.shfl_sync(FULL, ys, 5)
                         y6 = cuda.shfl_sync(FULL, ys, 6)
                         y7 = cuda.shfl_sync(FULL, ys, 7)
+                        if DRAW_DETAILS and t == 0:
+                            cyc[7] += float(clock64() - c1)
                     else:
                         # one after another (the simulator; on a GPU only if 32 draws held no complete
                         # proposal, then one): lattice_chains.propose in every thread, thread 0 writes
@@ -1826,8 +1958,9 @@ def kernels(max_registers: int = 255) -> dict:
                     qv_o = ob_w + chosen * LD
                     vec_o = ob_f + chosen * LD
                     if kind == 1 or (kind == 2 and max(abs(first_up), abs(first_down)) >= SINGULAR
-                                     and abs(first_up) >= abs(first_down)):
-                        # an up step first: its column sums are F's row; cpy = column k (label) of A⁻¹
+                                     and (RANK2_SWAPS or abs(first_up) >= abs(first_down))):
+                        # an up step first (or a rank-2 swap): its column sums are F's row; cpy = column k
+                        # (label) of A⁻¹
                         kc = label if kind == 1 else k
                         i = t
                         while i < M:
@@ -1900,24 +2033,25 @@ def kernels(max_registers: int = 255) -> dict:
                         cnt[3] += 1.0
                     if max(abs(first_up), abs(first_down)) < SINGULAR:
                         if t == 0:
-                            up_site[k] = b
-                            dn_site[l] = a
-                            up_at[a] = -1
-                            up_at[b] = k
-                            dn_at[b] = -1
-                            dn_at[a] = l
+                            swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
                             cnt[4] += 1.0
                         cuda.syncthreads()
                         rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
+                    elif RANK2_SWAPS and batch > 1:
+                        # both steps in one pass, from the batch's numbers (swap_rank2); batch 1 keeps the steps
+                        if t == 0:
+                            swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
+                        qd = bd0 + chosen * BD
+                        z_sum = 0.0
+                        for w2 in range(NZ):
+                            z_sum += zps[z0 + w2 * NB + chosen]
+                        swap_rank2(A, M, k, l, first_up, first_down, bdbs[qd + 2], bdbs[qd + 3], dsh[pv_o + l], z_sum,
+                                   dsh[vec_o:vec_o + M], dsh[qv_o:qv_o + M], cpy, tile, red, trow, rsub, rper, BF, tcol,
+                                   csub, cper, TP)
                     elif abs(first_up) >= abs(first_down):
                         # up k → b first (vec_o, cpy hold its column sums), then down l → a with the new R↑
                         if t == 0:
-                            up_site[k] = b
-                            dn_site[l] = a
-                            up_at[a] = -1
-                            up_at[b] = k
-                            dn_at[b] = -1
-                            dn_at[a] = l
+                            swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
                         apply_up(A, M, k, first_up, dsh[vec_o:vec_o + M], cpy, tcol, csub, cper, TP)
                         stage(pv, pairT, a, up_site, M)
                         row_dots(A, M, pv, vec, cpy, l, red, trow, rsub, rper, BF)
@@ -1926,12 +2060,7 @@ def kernels(max_registers: int = 255) -> dict:
                         # down l → a first (with R↑ before the move), then up k → b with the new R↓
                         row_dots(A, M, dsh[qv_o:qv_o + M], vec, cpy, l, red, trow, rsub, rper, BF)
                         if t == 0:
-                            up_site[k] = b
-                            dn_site[l] = a
-                            up_at[a] = -1
-                            up_at[b] = k
-                            dn_at[b] = -1
-                            dn_at[a] = l
+                            swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
                         apply_down(A, M, l, first_down, vec, cpy, trow, rsub, rper, BF)
                         stage(pv, pair, b, dn_site, M)
                         col_dots(A, M, pv, vec, cpy, k, red, tcol, csub, cper, TP)
@@ -2018,7 +2147,7 @@ def kernels(max_registers: int = 255) -> dict:
             for q in range(NC):
                 counts[w, q] += int(cnt[q])
             drift[w] = max(drift[w], dmax)
-            for q in range(NT):
+            for q in range(nt):
                 cycles[w, q] += cyc[q]
 
     # --- the tracked algorithm ("tracked": F and G in global scratch, kept up to date) -----------
@@ -2556,14 +2685,20 @@ def kernels(max_registers: int = 255) -> dict:
             cuda.syncthreads()
             q += cuda.gridDim.x
 
-    # the chain kernel for measure_on="grid" leaves out the in-block measurement (fewer registers spilled:
-    # 232 B against 296 at the 232-register cap, ptxas for sm_90)
-    grid_variant = types.FunctionType(run_chains_gpu.__code__, run_chains_gpu.__globals__, "run_chains_grid",
-                                      run_chains_gpu.__defaults__,
-                                      tuple(types.CellType(False) if name == "MEASURE_IN_BLOCK" else cell
-                                            for name, cell in zip(run_chains_gpu.__code__.co_freevars,
-                                                                  run_chains_gpu.__closure__)))
-    return {"run_chains": c.jit(**options)(run_chains_gpu), "run_chains_grid": c.jit(**options)(grid_variant),
+    def variant(flags):
+        """run_chains_gpu rebuilt as ``run_chains`` + ``_flag`` for each of ``flags`` (in VARIANT_FLAGS' order),
+        its closure constants set accordingly: a constant's dead branch is left out of the compiled kernel."""
+        constants = {VARIANT_FLAGS[flag][0]: VARIANT_FLAGS[flag][1] for flag in flags}
+        cells = tuple(types.CellType(constants[free]) if free in constants else cell
+                      for free, cell in zip(run_chains_gpu.__code__.co_freevars, run_chains_gpu.__closure__))
+        name = "_".join(("run_chains",) + tuple(flags))
+        return name, c.jit(**options)(types.FunctionType(run_chains_gpu.__code__, run_chains_gpu.__globals__, name,
+                                                         run_chains_gpu.__defaults__, cells))
+
+    # dispatchers compile on first use: the unused variants cost nothing
+    thesis = dict(variant(tuple(f for f, on in zip(VARIANT_FLAGS, pick) if on))
+                  for pick in itertools.product((False, True), repeat=len(VARIANT_FLAGS)))
+    return {**thesis,
             "run_chains_tracked": run_chains_tracked_gpu, "measure_snapshots": measure_snapshots_gpu}
 
 
@@ -2608,7 +2743,11 @@ class CudaChains:
     by the thesis kernel, 8 (default, :func:`default_batch`) or 1 (one at a time; see the module docstring);
     ``measure_on``: "grid" (default: measured sweeps leave snapshots that a second kernel measures on the
     other SMs) or "chain" (the chain's block measures, between its sweeps); the tracked kernel always
-    measures in its own block.
+    measures in its own block. ``swap_update``: an accepted swap updates A⁻¹ by two Sherman–Morrison
+    steps ("sequential", default, as the CPU) or in one rank-2 pass from the batch's numbers ("rank2",
+    batches of 8 only: the same algebra, another rounding; not yet timed on a GPU). ``cycle_details``:
+    thread 0 also counts the parts of the draws (:data:`CYCLE_DETAILS`; a kernel of its own, so that the
+    timed kernel is not changed by the extra clock reads).
     """
 
     backend = "cuda"
@@ -2616,7 +2755,7 @@ class CudaChains:
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
                  refresh_every: int = REFRESH_EVERY, threads_per_column: int | None = None, bfactor: int = 8,
                  max_registers: int | None = None, algorithm: str = "thesis", batch: int | None = None,
-                 measure_on: str = "grid"):
+                 measure_on: str = "grid", swap_update: str = "sequential", cycle_details: bool = False):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
         self.algorithm = algorithm
@@ -2624,6 +2763,18 @@ class CudaChains:
             raise ValueError(f"measure_on must be one of {', '.join(MEASURE_PLACES)}, got {measure_on!r}")
         self.measure_on = measure_on if algorithm == "thesis" else "chain"
         self._kernel_name = "run_chains_grid" if self.measure_on == "grid" else KERNEL_NAMES[algorithm]
+        if swap_update not in SWAP_UPDATES:
+            raise ValueError(f"swap_update must be one of {', '.join(SWAP_UPDATES)}, got {swap_update!r}")
+        if swap_update == "rank2" and algorithm != "thesis":
+            raise ValueError("swap_update='rank2' is a form of the thesis kernel; the tracked one takes 'sequential'")
+        self.swap_update = swap_update
+        if swap_update == "rank2":
+            self._kernel_name += "_rank2"
+        self.cycle_details = bool(cycle_details)
+        if self.cycle_details:
+            if algorithm != "thesis":
+                raise ValueError("cycle_details=True needs the thesis kernel")
+            self._kernel_name += "_details"
         if batch is None:
             batch = default_batch(system.size)
         if isinstance(batch, bool) or batch not in (1, BATCH):
@@ -2650,7 +2801,8 @@ class CudaChains:
         if not 32 <= self.max_registers <= 255 or self.max_registers * self.threads > 65536:
             raise ValueError(f"max_registers must be in [32, 255] with max_registers·threads ≤ 65536, got "
                              f"{max_registers!r} for {self.threads} threads")
-        self.shared_bytes = (shared_bytes_tracked if algorithm == "tracked" else shared_bytes)(m, n, self.threads)
+        self.shared_bytes = (shared_bytes_tracked(m, n, self.threads) if algorithm == "tracked"
+                             else shared_bytes(m, n, self.threads, cycle_details))
         if self.shared_bytes > SHARED_LIMIT_BYTES:
             raise ValueError(f"A⁻¹ of side {m} needs {self.shared_bytes} B of shared memory per block "
                              f"(> {SHARED_LIMIT_BYTES} B)")
@@ -2677,7 +2829,7 @@ class CudaChains:
         self._F = c.device_array((w, n * m), dtype=np.float64)
         self._G = c.device_array((w, m * n), dtype=np.float64)
         self._no_energies = c.device_array((w, 1, 3), dtype=np.float64)
-        self._cycles = c.to_device(np.zeros((w, len(CYCLE_PHASES))))
+        self._cycles = c.to_device(np.zeros((w, CYCLE_SLOTS)))
         self._no_snaps = c.device_array((0, snapshot_doubles(m, n)), dtype=np.float64)
         self._snaps = None  # two buffers of snapshots, their streams and the measuring blocks' F, G scratch
         self.snapshot_buffer_bytes = SNAPSHOT_BUFFER_BYTES  # sets the chunk of sweeps per chain launch
@@ -2720,7 +2872,8 @@ class CudaChains:
 
     def kernel_info(self) -> dict:
         """Launch configuration: threads per block, dynamic shared bytes, registers per thread (GPU only)."""
-        info = {"algorithm": self.algorithm, "batch": self.batch, "threads": self.threads,
+        info = {"algorithm": self.algorithm, "batch": self.batch, "swap_update": self.swap_update,
+                "cycle_details": self.cycle_details, "threads": self.threads,
                 "shared_bytes": self.shared_bytes,
                 "threads_per_column": self.threads_per_column, "bfactor": self.bfactor,
                 "max_registers": self.max_registers, "registers": None}
@@ -2814,14 +2967,17 @@ class CudaChains:
     def synchronize(self) -> None:
         _cuda().synchronize()
 
-    def cycle_counts(self, reset: bool = False) -> dict:
+    def cycle_counts(self, reset: bool = False, details: bool = False) -> dict:
         """Clock cycles per chain by phase (:data:`CYCLE_PHASES`, thread 0's count: waits at barriers
-        included) summed over the launches so far (or since the last ``reset``): {phase: (W,) array}.
+        included) summed over the launches so far (or since the last ``reset``): {phase: (W,) array};
+        the phases add up to the chain's time. With ``details`` also the parts of "draws" that
+        :data:`CYCLE_DETAILS` names (batches of parsed draws; zeros unless built with ``cycle_details``).
         The thesis kernel only (zeros for the tracked one and in the simulator)."""
         host = self._cycles.copy_to_host()
         if reset:
             self._cycles = _cuda().to_device(np.zeros_like(host))
-        return {name: host[:, q] for q, name in enumerate(CYCLE_PHASES)}
+        names = CYCLE_PHASES + (CYCLE_DETAILS if details else ())
+        return {name: host[:, q] for q, name in enumerate(names)}
 
     def host_state(self) -> dict:
         """The chain arrays (up_site, dn_site, up_at, dn_at, ainv) on the host (for checkpoints)."""
