@@ -282,6 +282,36 @@ def test_auto_packs_small_systems_when_the_walkers_fill_whole_blocks(sim):
     assert hc.default_lanes(512, single=False) == 32 and hc.default_lanes(512, single=True) == 16
 
 
+def _banks(stride, itemsize, lanes):
+    """Per wavefront (the warp for 4-byte loads, each half-warp for 8-byte ones): the banks (4-byte) or bank
+    pairs (8-byte) of the 32 lanes' loads of atom i + l of their chains, chain g starting g·stride elements in."""
+    period, width = (32, 32) if itemsize == 4 else (16, 16)
+    lanes_ = [(t // lanes, t % lanes) for t in range(32)]
+    return [sorted((stride * g + l) % period for g, l in lanes_[h:h + width]) for h in range(0, 32, width)]
+
+
+@pytest.mark.parametrize("itemsize", [4, 8])
+@pytest.mark.parametrize("n", [20, 64, 100, 128, 256, 512])
+def test_packed_chains_read_their_atoms_from_distinct_banks(n, itemsize):
+    """A warp's 32/G chains load atom i + l of their own coordinates in one instruction: with the chains 3N
+    elements apart (3N a multiple of 32 words at N = 64 … 512) every chain's lane l hit the same bank, an
+    8-way conflict at N = 64 with 4 lanes; packed_chain_stride pads the stride so that no two lanes of a
+    wavefront share a bank."""
+    for lanes in (2, 4, 8, 16, 32):
+        stride = hc.packed_chain_stride(n, itemsize, lanes)
+        assert 3 * n <= stride < 3 * n + 32
+        for banks in _banks(stride, itemsize, lanes):
+            assert len(set(banks)) == len(banks), (n, itemsize, lanes, banks)
+    # the unpadded layout conflicts (the test can fail): 8 chains of 4 lanes at N = 64 share 4 banks
+    if n == 64 and itemsize == 4:
+        assert len(set(_banks(3 * n, itemsize, 4)[0])) == 4
+    # the block's shared memory holds the padded chains
+    threads, lanes = 64, 4
+    draws = threads * (hc.DRAWS_PER_PROPOSAL + hc.RAW_PER_PROPOSAL) * 8
+    assert hc.packed_shared_bytes(n, itemsize, threads, lanes) == \
+        draws + (threads // lanes) * hc.packed_chain_stride(n, itemsize, lanes) * itemsize
+
+
 def test_hybrid_kernel_keeps_as_many_atoms_in_shared_memory_as_fit():
     # float64 N = 10240: 9546 atoms (224 KB) in shared memory, the other 694 (16.3 KB) fit L1's 28 KB
     assert hc.hybrid_atoms(10240, 8) == 9546 and hc.hybrid_atoms(40960, 4) == 19093

@@ -874,8 +874,8 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         another warp), random numbers in batches of G microupdates (lane 0 steps the chain's stream, lane
         b converts microupdate b). A microupdate's fixed costs — the sequential stream, the sum, the
         decision — are shared by the warp's 32/G chains instead of paid by one. Dynamic shared memory:
-        draws (blockDim × 5 float64), raw bits (blockDim × 6 uint64), the chains' coordinates, and in
-        the simulator two sets of sum slots."""
+        draws (blockDim × 5 float64), raw bits (blockDim × 6 uint64), the chains' coordinates
+        (:func:`packed_chain_stride` apart), and in the simulator two sets of sum slots."""
         T = u32(cuda.blockDim.x)
         t = u32(cuda.threadIdx.x)
         l = u32(t % G)  # lane in the group
@@ -890,9 +890,12 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         first_bits = T * DRAWS_PER_PROPOSAL
         bits = dyn_bits[first_bits + g * G * RAW_PER_PROPOSAL:first_bits + (g + 1) * G * RAW_PER_PROPOSAL]
         base = T * (DRAWS_PER_PROPOSAL + RAW_PER_PROPOSAL) * (8 // SIZE)
-        mine = base + g * 3 * N
+        # chains `stride` elements apart: 3N padded to ≡ G mod 32 words (float32) or mod 16 bank pairs
+        # (float64), so that a warp's chains read their atoms from different banks (packed_chain_stride)
+        stride = u32(3 * N + (G - 3 * N) % (32 if SIZE == 4 else 16))
+        mine = base + g * stride
         X, Y, Z = dyn[mine:mine + N], dyn[mine + N:mine + 2 * N], dyn[mine + 2 * N:mine + 3 * N]
-        sums = dyn[base + C * 3 * N:base + C * 3 * N + 2 * T]
+        sums = dyn[base + C * stride:base + C * stride + 2 * T]
         copy_in(coords, w, 0, X, l, G)
         copy_in(coords, w, 1, Y, l, G)
         copy_in(coords, w, 2, Z, l, G)
@@ -1092,11 +1095,26 @@ def default_lanes(n: int, single: bool = False) -> int:
     return 16 if n <= 256 or (single and n <= 512) else 32
 
 
+def packed_chain_stride(n: int, itemsize: int, lanes: int) -> int:
+    """Elements from one chain's coordinates to the next in a packed block: 3N, padded so that the G lanes
+    of each of a warp's 32/G chains read their atoms from different shared-memory banks.
+
+    A warp's lanes load atom i + l of their own chains in one instruction. With the chains 3N elements apart
+    and 3N a multiple of 32 (N = 64, 128, 256, 512: every size the packed kernel was tuned at), lane l of
+    every chain hit the same bank: in float32 a 32/G-way conflict (8-way at N = 64 with 4 lanes), in float64
+    16/G-way within each half-warp's wavefront. A stride ≡ G (mod 32 four-byte banks in float32, mod 16
+    eight-byte bank pairs in float64) puts lane l of chain g on bank G·g + l. Not yet timed on a GPU
+    (benchmarks/helium_packed_scan.py measures it)."""
+    period = 32 if itemsize == 4 else 16
+    return 3 * n + (lanes - 3 * n) % period
+
+
 def packed_shared_bytes(n: int, itemsize: int, threads: int, lanes: int) -> int:
-    """Dynamic shared memory of a packed block: draws and raw bits of every lane, each chain's coordinates,
-    and the simulator's two sets of sum slots."""
+    """Dynamic shared memory of a packed block: draws and raw bits of every lane, each chain's coordinates
+    (:func:`packed_chain_stride` apart), and the simulator's two sets of sum slots."""
     sums = 2 * threads * itemsize if simulated() else 0
-    return threads * (DRAWS_PER_PROPOSAL + RAW_PER_PROPOSAL) * 8 + (threads // lanes) * 3 * n * itemsize + sums
+    return (threads * (DRAWS_PER_PROPOSAL + RAW_PER_PROPOSAL) * 8
+            + (threads // lanes) * packed_chain_stride(n, itemsize, lanes) * itemsize + sums)
 
 
 def auto_memory(n: int, itemsize: int) -> str:
