@@ -62,6 +62,14 @@ def _child() -> dict:
         "max_dpos": float(np.abs(packed.positions() - many_cpu.positions()).max()),
         "states_equal": bool(np.array_equal(packed.states_to_host(), many_cpu.states)),
         "accepted_gpu": packed.accepted.copy_to_host().tolist(), "accepted_cpu": many_cpu.accepted.tolist()}
+    # float32 (chains padded to another stride than in float64): the float64 CPU chain to float32 rounding
+    packed32 = hc.HeliumChains(many_system, many_positions, many_states, SIGMA, threads=32, memory="packed", lanes=4,
+                               dtype=np.float32)
+    packed32.generate(MACRO)
+    out["runs"]["packed_f32"] = {
+        "max_dpos": float(np.abs(packed32.positions() - many_cpu.positions()).max()),
+        "states_equal": bool(np.array_equal(packed32.states_to_host(), many_cpu.states)),
+        "accepted_gpu": packed32.accepted.copy_to_host().tolist(), "accepted_cpu": many_cpu.accepted.tolist()}
     # auto: packed when the walkers fill whole blocks (8 chains of 8 lanes in 64 threads), else shared
     out["auto_layouts"] = [(c.memory, c.threads, c.lanes) for c in (
         hc.HeliumChains(many_system, many_positions, many_states, SIGMA),
@@ -328,6 +336,13 @@ def test_gpu_generation_equals_cpu_twin(sim, case):
     assert run["accepted_gpu"] == run["accepted_cpu"]
     assert run["states_equal"]
     assert run["max_dpos"] < 1e-12
+
+
+def test_float32_packed_chains_follow_the_float64_cpu_chains(sim):
+    run = sim["runs"]["packed_f32"]
+    assert run["accepted_gpu"] == run["accepted_cpu"]
+    assert run["states_equal"]
+    assert run["max_dpos"] < 1e-4  # Å: float32 positions in a box of ~14 Å
 
 
 def test_gpu_float32_stays_close_to_float64(sim):
