@@ -39,6 +39,8 @@ CASES = {
     # an accepted swap as one rank-2 pass (swap_update="rank2"): the same chain as the CPU's two steps, to rounding
     "rank2": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8, {"swap_update": "rank2"}),
     "rank2_unrolled": (dict(L=5, doping=0.1), 2, [(1, False), (2, True)], 0, 1, 4, {"swap_update": "rank2"}),  # no rebuild
+    # rank-2 swaps one proposal at a time (the one-at-a-time path's numbers)
+    "rank2_single": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 0, 4, 8, {"swap_update": "rank2", "batch": 1}),
     # the kernel that also counts the draws' parts (its clock reads are no-ops here, its layout is not)
     "details": (dict(L=3, doping=0.2), 2, [(1, False), (2, True)], 1, 4, 8, {"cycle_details": True}),
 }
@@ -243,11 +245,15 @@ def test_gpu_chain_equals_cpu_twin(sim, name):
 
 def test_the_twin_cases_exercise_hops_and_swaps(sim):
     for name in ("twin", "single", "in_chain", "chunked", "layout", "wide", "square", "unrolled", "rank2",
-                 "rank2_unrolled"):
+                 "rank2_unrolled", "rank2_single"):
         counts = np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)
         assert counts[1] > 0 and counts[3] > 0, (name, counts)  # accepted hops and accepted swaps
     free = np.array(sim["cases"]["free"]["counts_gpu"]).sum(axis=0)
     assert free[2] == 0 and free[1] > 0  # unprojected: no swaps, only hops (onto any site)
+    # a swap whose single steps are both singular: the CPU rebuilds A⁻¹, swap_update="rank2" takes the
+    # order-free rank-2 form; rank2_single has no periodic rebuild, so its A⁻¹ above is that form's
+    for name in ("rank2", "rank2_single"):
+        assert np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)[4] > 0, name
 
 
 def test_measured_sweeps_in_one_sweep_launches_keep_the_rebuild_schedule(sim):

@@ -52,10 +52,13 @@ GPU design (study 000 §4, on today's hardware)
   accepted up step takes F's row as its column sums. At L = 15, x ≈ 0.1 (acceptance 6.5 %) a batch
   covers about 6.4 proposals;
 * ``swap_update="rank2"`` (kernels ``run_chains*_rank2``; not the default until timed): an accepted swap's
-  two steps as one rank-2 pass A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the batch's
+  two steps as one rank-2 pass A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the proposal's
   F row, W row and z sum and one matrix–vector product A⁻¹W — one read of A⁻¹ and one read-write pass
   against two read-write passes, a read and a gather; the same algebra in the same order of steps, so the
-  chain stays the CPU's (to rounding: decisions identical in every simulator twin);
+  chain stays the CPU's (to rounding: decisions identical in every simulator twin). A swap whose single
+  steps are both singular takes the order-free (Woodbury) form of the same update instead of a rebuild, so
+  these kernels inline the Gauss–Jordan elimination once (the periodic rebuild) and, at the 232-register
+  cap of a 224-thread block, spill nothing (the sequential kernel: 232 B; ptxas for sm_90);
 * the rebuild is an in-block Gauss–Jordan elimination with partial pivoting, in place in shared
   memory (rows by warp, columns by lane; row interchanges undone as column interchanges at the end);
   the previous A⁻¹ is kept in per-chain global scratch for the drift;
@@ -272,7 +275,8 @@ KERNEL_NAMES = {"thesis": "run_chains", "tracked": "run_chains_tracked"}
 VARIANT_FLAGS = {
     "grid": ("MEASURE_IN_BLOCK", False),  # measure_on="grid": no in-block measurement (232 B of spills against
     # 296 at the 232-register cap, ptxas for sm_90)
-    "rank2": ("RANK2_SWAPS", True),  # swap_update="rank2": an accepted swap in one pass (swap_rank2)
+    "rank2": ("RANK2_SWAPS", True),  # swap_update="rank2": an accepted swap in one pass (swap_rank2), no in-swap
+    # rebuild (0 B of spills at the 232 cap)
     "details": ("DRAW_DETAILS", True),  # cycle_details=True: thread 0 also counts the draws' parts (CYCLE_DETAILS)
 }
 
@@ -827,46 +831,66 @@ def kernels(max_registers: int = 255) -> dict:
             e = u32(e + a_step)
 
     @dev
-    def swap_rank2(A, M, k, l, first_up, first_down, phi_ba, phi_aa, phi_bb, z, f, w, cpy, tile, red, trow, rsub,
-                   rper, BF, tcol, csub, cper, TP):
-        """An accepted swap's two Sherman–Morrison steps (up k: a → b, down l: b → a) as one rank-2 pass,
-        A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ, in the order the sequential steps would take (up first when |first_up| ≥
-        |first_down|), from the batch's numbers: f = F's row (P·A⁻¹, P_l = φ(b, b)), w = the staged row
-        φ(R↑, a) (w_k = φ(a, a)), z = Σ_{c≠k} f_c w_c, cpy = column k of A⁻¹. One matrix–vector pass
-        g = A⁻¹w (with row l of A⁻¹ kept), then per element
-        up first:   ρ₁ = f_k, u = g + (φ(b,a) − φ(a,a)) cpy, s = (z + (ρ₁ − 1) φ(b,a))/ρ₁, ρ₂ = u_l − cpy_l s,
-                    X = cpy, Y = (f − e_k)/ρ₁, Z = (u − cpy s − e_l)/ρ₂, W = A⁻¹[l, :] − cpy_l Y;
-        down first: ρ₁ = y_l, X = (g − e_l)/ρ₁, Y = A⁻¹[l, :], Δ = φ(b,a) − φ(b,b),
-                    π = (z + f_k φ(a,a) + Δρ₁ − φ(b,a))/ρ₁, f' = f + (Δ − π) A⁻¹[l, :], ρ₂ = f'_k,
-                    Z = cpy − X A⁻¹[l, k], W = (f' − e_k)/ρ₂.
-        (The sequential steps' algebra; exact to rounding.) Scratch: tile[0:6M]. Ends with a barrier."""
+    def swap_rank2(A, M, k, l, f_k, y_l, phi_ba, phi_aa, phi_bb, phi_ab, z, f, w, cpy, tile, red, trow, rsub, rper, BF,
+                   tcol, csub, cper, TP):
+        """An accepted swap (up k: a → b, down l: b → a) as one rank-2 pass A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ, from the
+        proposal's numbers: f = F's row (P·A⁻¹, P_l = φ(b, b)), f_k, w = the staged row φ(R↑, a) (w_k = φ(a, a)),
+        y_l = Σ_c A⁻¹[l, c] w_c, z = Σ_{c≠k} f_c w_c, c = cpy = column k of A⁻¹; one matrix–vector pass gives
+        g = A⁻¹w and r = row l of A⁻¹. Scratch: tile[0:6M]. Ends with a barrier.
+
+        The two Sherman–Morrison steps' algebra, in their order (up first when |f_k| ≥ |y_l|):
+        up first:   ρ₁ = f_k, u = g + (φ(b,a) − φ(a,a)) c, s = (z + (ρ₁ − 1) φ(b,a))/ρ₁, ρ₂ = u_l − c_l s,
+                    X = c, Y = (f − e_k)/ρ₁, Z = (u − c s − e_l)/ρ₂, W = r − c_l Y;
+        down first: ρ₁ = y_l, X = (g − e_l)/ρ₁, Y = r, Δ = φ(b,a) − φ(b,b), π = (z + f_k φ(a,a) + Δρ₁ − φ(b,a))/ρ₁,
+                    f' = f + (Δ − π) r, ρ₂ = f'_k, Z = c − X r_k, W = (f' − e_k)/ρ₂.
+        Where both single steps are singular (|f_k|, |y_l| < 1e-8, where the sequential update rebuilds), the
+        order-free form (Woodbury: row k and column l of A change at once, A''⁻¹ = A⁻¹ − U S⁻¹ V with
+        U = [c, ĝ − e_l], V = [f̂ − e_k; r], f̂ = f + (φ(a,b) − φ(b,b)) r, ĝ = g + (φ(b,a) − φ(a,a)) c and
+        S = [[f̂_k, S₁₂], [r_k, ĝ_l]], S₁₂ = z + (φ(a,b) − φ(b,b))(y_l − r_k φ(a,a)) + (f̂_k − 1) φ(b,a), det S =
+        the swap ratio): X = c, Z = ĝ − e_l, (Y, W) = S⁻¹ (f̂ − e_k, r). It divides by no intermediate ratio, but
+        it lost ~16× more to rounding than the ordered steps in a simulator run at L = 5, so it serves only there."""
         t = cuda.threadIdx.x
         T = cuda.blockDim.x
-        row_dots(A, M, w, tile[0:M], tile[M:2 * M], l, red, trow, rsub, rper, BF)  # g, row l of A⁻¹
-        up_first = abs(first_up) >= abs(first_down)
-        c_l = cpy[l]
+        row_dots(A, M, w, tile[0:M], tile[M:2 * M], l, red, trow, rsub, rper, BF)  # g, r
+        form = 0 if abs(f_k) >= abs(y_l) else 1  # up first, down first
+        if max(abs(f_k), abs(y_l)) < SINGULAR:
+            form = 2  # order-free
         r_k = tile[M + k]
-        rho1 = first_up if up_first else first_down
-        s = (z + (first_up - 1.0) * phi_ba) / rho1
+        c_l = cpy[l]
         dq = phi_ba - phi_aa
-        delta = phi_ba - phi_bb
-        pe = (z + first_up * phi_aa + delta * rho1 - phi_ba) / rho1
-        rho2 = (tile[l] + dq * c_l - c_l * s) if up_first else (first_up + (delta - pe) * r_k)
+        db = phi_ba - phi_bb
+        dp = phi_ab - phi_bb
+        rho1 = f_k if form == 0 else y_l
+        s = (z + (f_k - 1.0) * phi_ba) / rho1
+        pe = (z + f_k * phi_aa + db * rho1 - phi_ba) / rho1
+        rho2 = (tile[l] + dq * c_l - c_l * s) if form == 0 else (f_k + (db - pe) * r_k)
+        s11 = f_k + dp * r_k
+        s22 = tile[l] + dq * c_l
+        s12 = z + dp * (y_l - r_k * phi_aa) + (s11 - 1.0) * phi_ba
+        det = s11 * s22 - s12 * r_k
         i = t
         while i < M:
             g = tile[i]
             r = tile[M + i]
             ci = cpy[i]
-            if up_first:
-                y = (f[i] - (1.0 if i == k else 0.0)) / rho1
+            ek = 1.0 if i == k else 0.0
+            el = 1.0 if i == l else 0.0
+            if form == 0:
                 x = ci
-                zz = (g + dq * ci - ci * s - (1.0 if i == l else 0.0)) / rho2
+                y = (f[i] - ek) / rho1
+                zz = (g + dq * ci - ci * s - el) / rho2
                 wv = r - c_l * y
-            else:
-                x = (g - (1.0 if i == l else 0.0)) / rho1
+            elif form == 1:
+                x = (g - el) / rho1
                 y = r
                 zz = ci - x * r_k
-                wv = (f[i] + (delta - pe) * r - (1.0 if i == k else 0.0)) / rho2
+                wv = (f[i] + (db - pe) * r - ek) / rho2
+            else:
+                v = f[i] + dp * r - ek
+                x = ci
+                y = (s22 * v - s12 * r) / det
+                zz = g + dq * ci - el
+                wv = (s11 * r - r_k * v) / det
             tile[2 * M + i] = x
             tile[3 * M + i] = y
             tile[4 * M + i] = zz
@@ -1957,8 +1981,18 @@ def kernels(max_registers: int = 255) -> dict:
                     pv_o = ob_p + chosen * LD if kind != 0 else ob_w + chosen * LD
                     qv_o = ob_w + chosen * LD
                     vec_o = ob_f + chosen * LD
-                    if kind == 1 or (kind == 2 and max(abs(first_up), abs(first_down)) >= SINGULAR
-                                     and (RANK2_SWAPS or abs(first_up) >= abs(first_down))):
+                    if RANK2_SWAPS:  # a swap's numbers for swap_rank2: φ(b, a), φ(a, a), z; the F, W and P rows
+                        qd = bd0 + chosen * BD
+                        sw_pba = bdbs[qd + 2]
+                        sw_paa = bdbs[qd + 3]
+                        sw_z = 0.0
+                        for w2 in range(NZ):
+                            sw_z += zps[z0 + w2 * NB + chosen]
+                        sw_f = vec_o
+                        sw_w = qv_o
+                        sw_p = pv_o
+                    if kind == 1 or (kind == 2 and (RANK2_SWAPS or (max(abs(first_up), abs(first_down)) >= SINGULAR
+                                                        and abs(first_up) >= abs(first_down)))):
                         # an up step first (or a rank-2 swap): its column sums are F's row; cpy = column k
                         # (label) of A⁻¹
                         kc = label if kind == 1 else k
@@ -2003,6 +2037,13 @@ def kernels(max_registers: int = 255) -> dict:
                         ratio = alk * phi_ba + fk * (sd - alk * phi_aa) - alk * s2
                         first_up = fk
                         first_down = sd
+                        if RANK2_SWAPS:  # as the batch path's: F's row in vec, W in qv, P in pv
+                            sw_pba = phi_ba
+                            sw_paa = phi_aa
+                            sw_z = s2
+                            sw_f = MM
+                            sw_w = MM + 3 * M
+                            sw_p = MM + 2 * M
                     else:
                         p = 0.0
                         i = t
@@ -2031,23 +2072,21 @@ def kernels(max_registers: int = 255) -> dict:
                 if is_swap:
                     if t == 0:
                         cnt[3] += 1.0
-                    if max(abs(first_up), abs(first_down)) < SINGULAR:
+                    if RANK2_SWAPS:
+                        # one rank-2 update, also where both single steps are singular (the CPU rebuilds there)
+                        if t == 0:
+                            swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
+                            if max(abs(first_up), abs(first_down)) < SINGULAR:
+                                cnt[4] += 1.0
+                        swap_rank2(A, M, k, l, first_up, first_down, sw_pba, sw_paa, dsh[sw_p + l], pair[a, b], sw_z,
+                                   dsh[sw_f:sw_f + M], dsh[sw_w:sw_w + M], cpy, tile, red, trow, rsub, rper, BF, tcol,
+                                   csub, cper, TP)
+                    elif max(abs(first_up), abs(first_down)) < SINGULAR:
                         if t == 0:
                             swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
                             cnt[4] += 1.0
                         cuda.syncthreads()
                         rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
-                    elif RANK2_SWAPS and batch > 1:
-                        # both steps in one pass, from the batch's numbers (swap_rank2); batch 1 keeps the steps
-                        if t == 0:
-                            swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
-                        qd = bd0 + chosen * BD
-                        z_sum = 0.0
-                        for w2 in range(NZ):
-                            z_sum += zps[z0 + w2 * NB + chosen]
-                        swap_rank2(A, M, k, l, first_up, first_down, bdbs[qd + 2], bdbs[qd + 3], dsh[pv_o + l], z_sum,
-                                   dsh[vec_o:vec_o + M], dsh[qv_o:qv_o + M], cpy, tile, red, trow, rsub, rper, BF, tcol,
-                                   csub, cper, TP)
                     elif abs(first_up) >= abs(first_down):
                         # up k → b first (vec_o, cpy hold its column sums), then down l → a with the new R↑
                         if t == 0:
@@ -2744,8 +2783,9 @@ class CudaChains:
     ``measure_on``: "grid" (default: measured sweeps leave snapshots that a second kernel measures on the
     other SMs) or "chain" (the chain's block measures, between its sweeps); the tracked kernel always
     measures in its own block. ``swap_update``: an accepted swap updates A⁻¹ by two Sherman–Morrison
-    steps ("sequential", default, as the CPU) or in one rank-2 pass from the batch's numbers ("rank2",
-    batches of 8 only: the same algebra, another rounding; not yet timed on a GPU). ``cycle_details``:
+    steps ("sequential", default, as the CPU) or in one rank-2 pass from the proposal's numbers ("rank2": the
+    same algebra, another rounding; a singular swap by the order-free form where the CPU rebuilds; not yet
+    timed on a GPU). ``cycle_details``:
     thread 0 also counts the parts of the draws (:data:`CYCLE_DETAILS`; a kernel of its own, so that the
     timed kernel is not changed by the extra clock reads).
     """
