@@ -27,7 +27,8 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
   refresh_every = 10; the other stages stay on the thesis algorithm)
   phases    L = 5, 9, 15, batch 8 and 1: thread 0's clock cycles per sweep by phase (draws, batch sums,
             decisions, updates, rebuilds, measurements; lattice_cuda.CYCLE_PHASES), at ``--scan-scale``;
-            and batch 8 with the draws split (parse, derive; the cycle_details build);
+            batch 8 with rank-2 swap updates; and batch 8 with the draws split (parse, derive; the
+            cycle_details build);
   layout    L = 15: T_P ∈ {1, 2, 4, 8} × bfactor ∈ {4, 8, 16, 32}, at ``--layout-scale`` × the sweeps;
   chains    L = 15 (and 9): 32, 132, 264, 528, 1056 chains: chain·sweeps per second, at ``--scan-scale``.
 
@@ -451,26 +452,29 @@ def stage_norefresh(cfg, results):
 def stage_phases(cfg, results):
     """Where a chain's time goes: thread 0's clock cycles by phase (lattice_cuda.CYCLE_PHASES), per
     sweep, for batch 8 and 1, at ``--scan-scale`` × the sweeps (equilibration and accumulation each);
-    then batch 8 again with the kernel that also counts the draws' parse and derive parts
-    (``cycle_details``, lattice_cuda.CYCLE_DETAILS)."""
+    then batch 8 with rank-2 swap updates (``swap_update="rank2"``), and batch 8 with the kernel that also
+    counts the draws' parse and derive parts (``cycle_details``, lattice_cuda.CYCLE_DETAILS)."""
     out = {}
     for L in cfg["Ls"]:
-        for batch, details in ((8, False), (1, False), (8, True)):
+        for batch, details, swap_update in ((8, False, "sequential"), (1, False, "sequential"), (8, False, "rank2"),
+                                            (8, True, "sequential")):
             n = max(1, round(cfg["n_eq"] * cfg["scan_scale"]))
-            run = gpu_run(L, cfg["chains"], n, n, cfg["refresh"], batch=batch, cycle_details=details)
+            run = gpu_run(L, cfg["chains"], n, n, cfg["refresh"], batch=batch, cycle_details=details,
+                          swap_update=swap_update)
             gpu = run["chains"]
             counted = {k: float(v.mean()) / (2 * n) for k, v in gpu.cycle_counts(details=True).items()}
             cycles = {k: counted[k] for k in lc.CYCLE_PHASES}
             total = sum(cycles.values())
             t = run["t_eq"] + run["t_acc"]
-            row = {"L": L, "batch": batch, "details_build": details, "sweeps": [n, n], "t_s": t,
+            row = {"L": L, "batch": batch, "details_build": details, "swap_update": swap_update, "sweeps": [n, n], "t_s": t,
                    "t_per_sweep_us": 1e6 * t / (2 * n), "cycles_per_sweep": cycles, "cycles_per_sweep_total": total,
                    "clock_ghz_implied": total * 2 * n / t / 1e9,
                    "proposals_per_sweep": gpu.moves_per_sweep, "acceptance": acceptance(gpu.counts)}
             if details:
                 row["draw_cycles_per_sweep"] = {k: counted[k] for k in lc.CYCLE_DETAILS}
-            out[f"{L}/{batch}" + ("/details" if details else "")] = row
-            log(f"  phases L={L} batch={batch}{' (details build)' if details else ''}: {1e6 * t / (2 * n):.1f} µs per sweep; cycles per sweep "
+            build = " (details build)" if details else (" (rank-2 swaps)" if swap_update == "rank2" else "")
+            out[f"{L}/{batch}" + ("/details" if details else "") + ("/rank2" if swap_update == "rank2" else "")] = row
+            log(f"  phases L={L} batch={batch}{build}: {1e6 * t / (2 * n):.1f} µs per sweep; cycles per sweep "
                 + ", ".join(f"{k} {v:.0f}" for k, v in counted.items()))
     results["phases"] = out
 
@@ -608,7 +612,8 @@ def markdown(results):
         for r in ph.values():
             c = r["cycles_per_sweep"]
             d = r.get("draw_cycles_per_sweep", {})
-            batch = f"{r['batch']} (details build)" if r.get("details_build") else r["batch"]
+            batch = (f"{r['batch']} (details build)" if r.get("details_build")
+                     else f"{r['batch']} (rank-2 swaps)" if r.get("swap_update") == "rank2" else r["batch"])
             lines.append(f"| {r['L']} | {batch} | {r['sweeps'][0]}+{r['sweeps'][1]} | {r['t_per_sweep_us']:.1f} | "
                          + " | ".join(f"{c[k]:.0f}" for k in names) + f" | {r['cycles_per_sweep_total']:.0f} |"
                          + "".join(f" {d[k]:.0f} |" if k in d else " |" for k in parts))
