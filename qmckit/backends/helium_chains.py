@@ -865,6 +865,8 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         else:
             cuda.syncwarp(FULL)
 
+    chain_stride = c.jit(**kw)(packed_chain_stride)  # the host's layout function, on the device
+
     @c.jit(fastmath=fast)
     def generate_packed(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write, G):
         """Small N: G lanes per chain (a power of two ≤ 32), 32/G chains per warp, blockDim/G per block.
@@ -890,9 +892,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         first_bits = T * DRAWS_PER_PROPOSAL
         bits = dyn_bits[first_bits + g * G * RAW_PER_PROPOSAL:first_bits + (g + 1) * G * RAW_PER_PROPOSAL]
         base = T * (DRAWS_PER_PROPOSAL + RAW_PER_PROPOSAL) * (8 // SIZE)
-        # chains `stride` elements apart: 3N padded to ≡ G mod 32 words (float32) or mod 16 bank pairs
-        # (float64), so that a warp's chains read their atoms from different banks (packed_chain_stride)
-        stride = u32(3 * N + (G - 3 * N) % (32 if SIZE == 4 else 16))
+        stride = u32(chain_stride(N, SIZE, G))  # a warp's chains read their atoms from different banks
         mine = base + g * stride
         X, Y, Z = dyn[mine:mine + N], dyn[mine + N:mine + 2 * N], dyn[mine + 2 * N:mine + 3 * N]
         sums = dyn[base + C * stride:base + C * stride + 2 * T]

@@ -68,6 +68,18 @@ def rebuild_inverse(pair, up_site, dn_site, ainv):
     return drift
 
 
+@nb.njit(cache=True, inline="always")
+def swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b):
+    """The configuration after an accepted swap: up electron k a → b, down electron l b → a (the GPU kernel
+    compiles this function's source as a device function)."""
+    up_site[k] = b
+    dn_site[l] = a
+    up_at[a] = -1
+    up_at[b] = k
+    dn_at[b] = -1
+    dn_at[a] = l
+
+
 @nb.njit(cache=True)
 def propose(states, w, n_pairs, n_sites, up_site, dn_site, up_at, dn_at):
     """Draw (label, spin, target site) as in the module docstring."""
@@ -104,12 +116,7 @@ def move(pair, projected, n_pairs, up_site, dn_site, up_at, dn_at, ainv, states,
         b = dn_site[l]
         first_up = ratio_up(pair, ainv, dn_site, k, b)
         first_down = ratio_down(pair, ainv, up_site, l, a)
-        up_site[k] = b
-        dn_site[l] = a
-        up_at[a] = -1
-        up_at[b] = k
-        dn_at[b] = -1
-        dn_at[a] = l
+        swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
         if max(abs(first_up), abs(first_down)) < SINGULAR_RATIO:
             rebuild_inverse(pair, up_site, dn_site, ainv)
             counts[REBUILDS] += 1

@@ -137,6 +137,7 @@ import types
 
 import numpy as np
 
+from . import lattice_chains
 from .lattice_chains import N_COUNTERS, REFRESH_EVERY, SINGULAR_RATIO
 from . import cuda_import
 
@@ -904,15 +905,7 @@ def kernels(max_registers: int = 255) -> dict:
             col += cper
         cuda.syncthreads()
 
-    @dev
-    def swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b):
-        """The configuration after an accepted swap: up electron k a → b, down electron l b → a."""
-        up_site[k] = b
-        dn_site[l] = a
-        up_at[a] = -1
-        up_at[b] = k
-        dn_at[b] = -1
-        dn_at[a] = l
+    swap_sites = dev(lattice_chains.swap_sites.py_func)  # the CPU kernel's own source
 
     @dev
     def swap_sums(A, M, pv, qv, k, l, vec, cpy, red, tcol, tsub, cper, TP):
@@ -1981,7 +1974,7 @@ def kernels(max_registers: int = 255) -> dict:
                     pv_o = ob_p + chosen * LD if kind != 0 else ob_w + chosen * LD
                     qv_o = ob_w + chosen * LD
                     vec_o = ob_f + chosen * LD
-                    if RANK2_SWAPS:  # a swap's numbers for swap_rank2: φ(b, a), φ(a, a), z; the F, W and P rows
+                    if RANK2_SWAPS and kind == 2:  # its numbers for swap_rank2: φ(b, a), φ(a, a), z; F, W, P rows
                         qd = bd0 + chosen * BD
                         sw_pba = bdbs[qd + 2]
                         sw_paa = bdbs[qd + 3]
@@ -2575,12 +2568,7 @@ def kernels(max_registers: int = 255) -> dict:
                     if max(abs(first_up), abs(first_down)) < SINGULAR:
                         cuda.syncthreads()
                         if t == 0:
-                            up_site[k] = b
-                            dn_site[l] = a
-                            up_at[a] = -1
-                            up_at[b] = k
-                            dn_at[b] = -1
-                            dn_at[a] = l
+                            swap_sites(up_site, dn_site, up_at, dn_at, k, l, a, b)
                             cnt[3] += 1.0
                             cnt[4] += 1.0
                         cuda.syncthreads()
