@@ -3,12 +3,17 @@
 (what the notebooks read) and a markdown report ``benchmarks/results/helium_gpu_h100_2026-11-23.md``.
 
 Inputs (benchmarks/results/, all from NVIDIA H100 80GB HBM3 machines with 16 host cores):
-  helium_gpu_h100v16_2026-11-26.json        twins, speed N = 64 … 40960 with the CPU of the same host, FMA
+  helium_gpu_h100v18_2026-11-26.json        twins, speed N = 64 … 40960 with the CPU of the same host, FMA
                                             probes (the kernels auto picks: packed — several chains per warp —
                                             for N ≤ 512; hybrid where 3N coordinates do not fit in shared memory
                                             but a third of the atoms do), and the packed kernel's twins and its
                                             lanes/block scan against the one-chain-per-block kernel (N = 64 …
-                                            1000). helium_gpu_h100v14_… and helium_gpu_h100packed2_… are the
+                                            1000), with each packed chain's coordinates padded off the others'
+                                            shared-memory banks. helium_gpu_h100v16_… is the run before that
+                                            padding, helium_gpu_h100v17_… the padding with its stride computed
+                                            by a device copy of the host function (float64 packed 8–66 % slower:
+                                            84 registers and the pair loop's loads no longer issued early);
+                                            helium_gpu_h100v14_… and helium_gpu_h100packed2_… are the
                                             same stages before the float32 fold without a separate |d|, the
                                             32-bit float64 high-word compare and the packed kernel's 32-bit
                                             stream loop and masks; helium_gpu_h100packed_… the run before two
@@ -121,8 +126,8 @@ def memory_roof(speed: list, dtype: str) -> dict:
 
 def build() -> dict:
     main, speed_run, memory_run, packed_run, sample, masking, scan_dmc, dmc004 = (load(f"{stem}.json") for stem in (
-        "helium_gpu_h100v11_2026-11-23", "helium_gpu_h100v16_2026-11-26", "helium_gpu_h100v12_2026-11-26",
-        "helium_gpu_h100v16_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
+        "helium_gpu_h100v11_2026-11-23", "helium_gpu_h100v18_2026-11-26", "helium_gpu_h100v12_2026-11-26",
+        "helium_gpu_h100v18_2026-11-26", "helium_gpu_sample_h100_2026-11-22",
         "helium_gpu_h100v3masking_2026-11-23", "helium_bscan_dmc_h100_2026-11-22", "helium_dmc_dt004_h100host_2026-11-22"))
     main["sample_run"] = sample["sample_run"]
     b3067 = load("helium_sample_b3067_h100_2026-11-22.json")["3.067"]
@@ -302,7 +307,7 @@ def markdown(d: dict) -> str:
             "Goal ≤ 10 ms.", "", roofline_summary(d), "",
             "## Kernel layouts compared (helium_gpu_h100v12 for N = 10240 and 40960, hybrid: the first "
             f"{hybrid_atoms(10240, 8)} (float64) or {hybrid_atoms(40960, 4)} (float32) atoms in shared memory; "
-            "helium_gpu_h100v16 for N ≤ 1000, packed: `lanes` lanes per chain, 32/lanes chains per warp, "
+            "helium_gpu_h100v18 for N ≤ 1000, packed: `lanes` lanes per chain, 32/lanes chains per warp, "
             "against the one-chain-per-block shared kernel; default atoms per trip)", "",
             "| N | dtype | memory | threads | lanes | atoms per trip | chains | ms per macroupdate per chain | "
             "% measured peak |", "|---:|---|---|---:|---:|---:|---:|---:|---:|"]

@@ -11,12 +11,13 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
 
   twin      GPU kernel vs CPU kernel on the same chains and streams (20 sweeps, 32 chains; L = 5 and 9, and
             L = 15 with three T_P/bfactor layouts, i.e. three register caps): counts, configurations and
-            streams identical?, max |ΔA⁻¹|, max |ΔE|; also one proposal at a time and rank-2 swap updates;
+            streams identical?, max |ΔA⁻¹|, max |ΔE|; also one proposal at a time and the CPU's two-step swap updates;
   gpu       the full workload on the GPU (one launch per phase; synchronize + perf_counter around each
             launch, compile excluded by a warm-up; median of ``--repeats``); energies per site
             (chain means ± std/√W), acceptance, A⁻¹ drift; Sherman–Morrison FLOP/s vs the fp64 peak;
-            with proposals in batches of 8 (the default, "gpu"), one at a time ("gpu_batch1"), and an
-            accepted swap's two Sherman–Morrison steps as one rank-2 pass ("gpu_rank2", swap_update="rank2");
+            with proposals in batches of 8 and an accepted swap as one rank-2 pass (the defaults, "gpu"),
+            one proposal at a time ("gpu_batch1"), and a swap as the CPU's two Sherman–Morrison steps
+            ("gpu_sequential", swap_update="sequential");
   cpu1      one CPU core (numba.set_num_threads(1)), the 32 chains one after another, at
             ``--sweeps-scale`` × the sweep counts, from the GPU's equilibrated configurations, extrapolated
             linearly to 5000 + 5000 sweeps (marked "extrapolated" in every table);
@@ -27,7 +28,7 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
   refresh_every = 10; the other stages stay on the thesis algorithm)
   phases    L = 5, 9, 15, batch 8 and 1: thread 0's clock cycles per sweep by phase (draws, batch sums,
             decisions, updates, rebuilds, measurements; lattice_cuda.CYCLE_PHASES), at ``--scan-scale``;
-            batch 8 with rank-2 swap updates; and batch 8 with the draws split (parse, derive; the
+            batch 8 with two-step swap updates; and batch 8 with the draws split (parse, derive; the
             cycle_details build);
   layout    L = 15: T_P ∈ {1, 2, 4, 8} × bfactor ∈ {4, 8, 16, 32}, at ``--layout-scale`` × the sweeps;
   chains    L = 15 (and 9): 32, 132, 264, 528, 1056 chains: chain·sweeps per second, at ``--scan-scale``.
@@ -270,12 +271,12 @@ def stage_warmup(cfg, results):
 
 def stage_twin(cfg, results):
     out = {}
-    jobs = [(L, layout, "thesis", None, "sequential") for L, layout in cfg["twin_Ls"]] if "thesis" in cfg["algorithms"] else []
-    if "thesis" in cfg["algorithms"]:  # one proposal at a time (batch 1), where the default batches them; rank-2 swaps
-        jobs += [(L, layout, "thesis", 1, "sequential") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
-        jobs += [(L, layout, "thesis", None, "rank2") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
+    jobs = [(L, layout, "thesis", None, None) for L, layout in cfg["twin_Ls"]] if "thesis" in cfg["algorithms"] else []
+    if "thesis" in cfg["algorithms"]:  # one proposal at a time (batch 1), where the default batches them; two-step swaps
+        jobs += [(L, layout, "thesis", 1, None) for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
+        jobs += [(L, layout, "thesis", None, "sequential") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
     if "tracked" in cfg["algorithms"]:
-        jobs += [(L, layout, "tracked", None, "sequential") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
+        jobs += [(L, layout, "tracked", None, None) for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
     for L, layout, algorithm, batch, swap_update in jobs:
         system, state, states = start(L, cfg["chains"])
         cpu = CpuChains(system, {k: np.array(v) for k, v in state.items()}, np.array(states), refresh_every=1,
@@ -290,8 +291,8 @@ def stage_twin(cfg, results):
             key = f"tracked {key}"
         elif batch == 1:
             key = f"batch 1: {key}"
-        elif swap_update == "rank2":
-            key = f"rank-2 swaps: {key}"
+        elif swap_update == "sequential":
+            key = f"two-step swaps: {key}"
         out[key] = {"algorithm": algorithm, "batch": gpu.batch if algorithm == "thesis" else None,
             "chains": cfg["chains"], "sweeps": cfg["twin_sweeps"], "L": L, "T_P": layout[0], "bfactor": layout[1],
             "threads": gpu.threads, "max_registers": gpu.max_registers,
@@ -309,18 +310,18 @@ def stage_twin(cfg, results):
     results["twin"] = out
 
 
-GPU_RUNS = ("gpu", "gpu_batch1", "gpu_rank2", "gpu_tracked", "gpu_tracked_refresh10")
+GPU_RUNS = ("gpu", "gpu_batch1", "gpu_sequential", "gpu_tracked", "gpu_tracked_refresh10")
 
 
 def gpu_variants(cfg):
     """(results key, algorithm, refresh_every, batch, CudaChains options) of the gpu stage's runs: the thesis
-    algorithm with the default batch ("gpu"), one proposal at a time ("gpu_batch1") and rank-2 swap updates
-    ("gpu_rank2"), the tracked one."""
+    algorithm with the defaults ("gpu": batches of 8, rank-2 swap updates), one proposal at a time
+    ("gpu_batch1") and the CPU's two-step swap updates ("gpu_sequential"), the tracked one."""
     out = []
     if "thesis" in cfg["algorithms"]:
         out.append(("gpu", "thesis", cfg["refresh"], None, {}))
         out.append(("gpu_batch1", "thesis", cfg["refresh"], 1, {}))
-        out.append(("gpu_rank2", "thesis", cfg["refresh"], None, {"swap_update": "rank2"}))
+        out.append(("gpu_sequential", "thesis", cfg["refresh"], None, {"swap_update": "sequential"}))
     if "tracked" in cfg["algorithms"]:
         out.append(("gpu_tracked", "tracked", cfg["refresh"], None, {}))
         if cfg["refresh"] != 10:
@@ -452,12 +453,12 @@ def stage_norefresh(cfg, results):
 def stage_phases(cfg, results):
     """Where a chain's time goes: thread 0's clock cycles by phase (lattice_cuda.CYCLE_PHASES), per
     sweep, for batch 8 and 1, at ``--scan-scale`` × the sweeps (equilibration and accumulation each);
-    then batch 8 with rank-2 swap updates (``swap_update="rank2"``), and batch 8 with the kernel that also
+    then batch 8 with the CPU's two-step swap updates (``swap_update="sequential"``), and batch 8 with the kernel that also
     counts the draws' parse and derive parts (``cycle_details``, lattice_cuda.CYCLE_DETAILS)."""
     out = {}
     for L in cfg["Ls"]:
-        for batch, details, swap_update in ((8, False, "sequential"), (1, False, "sequential"), (8, False, "rank2"),
-                                            (8, True, "sequential")):
+        for batch, details, swap_update in ((8, False, None), (1, False, None), (8, False, "sequential"),
+                                            (8, True, None)):
             n = max(1, round(cfg["n_eq"] * cfg["scan_scale"]))
             run = gpu_run(L, cfg["chains"], n, n, cfg["refresh"], batch=batch, cycle_details=details,
                           swap_update=swap_update)
@@ -466,14 +467,14 @@ def stage_phases(cfg, results):
             cycles = {k: counted[k] for k in lc.CYCLE_PHASES}
             total = sum(cycles.values())
             t = run["t_eq"] + run["t_acc"]
-            row = {"L": L, "batch": batch, "details_build": details, "swap_update": swap_update, "sweeps": [n, n], "t_s": t,
+            row = {"L": L, "batch": batch, "details_build": details, "swap_update": gpu.swap_update, "sweeps": [n, n], "t_s": t,
                    "t_per_sweep_us": 1e6 * t / (2 * n), "cycles_per_sweep": cycles, "cycles_per_sweep_total": total,
                    "clock_ghz_implied": total * 2 * n / t / 1e9,
                    "proposals_per_sweep": gpu.moves_per_sweep, "acceptance": acceptance(gpu.counts)}
             if details:
                 row["draw_cycles_per_sweep"] = {k: counted[k] for k in lc.CYCLE_DETAILS}
-            build = " (details build)" if details else (" (rank-2 swaps)" if swap_update == "rank2" else "")
-            out[f"{L}/{batch}" + ("/details" if details else "") + ("/rank2" if swap_update == "rank2" else "")] = row
+            build = " (details build)" if details else (" (two-step swaps)" if swap_update == "sequential" else "")
+            out[f"{L}/{batch}" + ("/details" if details else "") + ("/sequential" if swap_update == "sequential" else "")] = row
             log(f"  phases L={L} batch={batch}{build}: {1e6 * t / (2 * n):.1f} µs per sweep; cycles per sweep "
                 + ", ".join(f"{k} {v:.0f}" for k, v in counted.items()))
     results["phases"] = out
@@ -613,7 +614,7 @@ def markdown(results):
             c = r["cycles_per_sweep"]
             d = r.get("draw_cycles_per_sweep", {})
             batch = (f"{r['batch']} (details build)" if r.get("details_build")
-                     else f"{r['batch']} (rank-2 swaps)" if r.get("swap_update") == "rank2" else r["batch"])
+                     else f"{r['batch']} (two-step swaps)" if r.get("swap_update") == "sequential" else r["batch"])
             lines.append(f"| {r['L']} | {batch} | {r['sweeps'][0]}+{r['sweeps'][1]} | {r['t_per_sweep_us']:.1f} | "
                          + " | ".join(f"{c[k]:.0f}" for k in names) + f" | {r['cycles_per_sweep_total']:.0f} |"
                          + "".join(f" {d[k]:.0f} |" if k in d else " |" for k in parts))

@@ -28,16 +28,19 @@ CASES = {
     "twin": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8),
     "single": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8, {"batch": 1}),  # one proposal at a time
     "in_chain": (dict(L=3, doping=0.2), 2, [(1, False), (3, True)], 2, 4, 8, {"measure_on": "chain"}),
-    # measured sweeps one chain launch at a time (two snapshot buffers in turn; rebuilds on the call's schedule)
-    "chunked": (dict(L=3, doping=0.2), 2, [(1, False), (5, True)], 2, 4, 8, {"snapshot_buffer_bytes": 1}),
+    # measured sweeps one chain launch at a time (two snapshot buffers in turn; rebuilds on the call's schedule);
+    # the CPU's two-step swaps, so that the drifts at the rebuilds are the CPU's to rounding (~1e-16)
+    "chunked": (dict(L=3, doping=0.2), 2, [(1, False), (5, True)], 2, 4, 8,
+                {"snapshot_buffer_bytes": 1, "swap_update": "sequential"}),
     "layout": (dict(L=3, doping=0.2), 2, [(3, True)], 1, 2, 4),
     "wide": (dict(L=3, doping=0.2), 1, [(2, True)], 1, 8, 32),  # 64 threads, 3 row rounds of 32
     "free": (dict(L=5, doping=0.6, free=True, J=0.0), 1, [(1, False), (2, True)], 2, 16, 2),  # 96 threads
     "square": (dict(kind="square", L=4, doping=0.125), 2, [(1, False), (2, True)], 1, 4, 8),
     # M = 13 with T_P = 1: column sums of 8 + 4 + 1 terms, updates of 4-element trips, tile products of 4 k
     "unrolled": (dict(L=5, doping=0.1), 1, [(1, True)], 1, 1, 4),
-    # an accepted swap as one rank-2 pass (swap_update="rank2"): the same chain as the CPU's two steps, to rounding
-    "rank2": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8, {"swap_update": "rank2"}),
+    # an accepted swap as the CPU's two Sherman–Morrison steps (the cases above take the default, one rank-2 pass:
+    # the same chain, to rounding)
+    "sequential": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 1, 4, 8, {"swap_update": "sequential"}),
     "rank2_unrolled": (dict(L=5, doping=0.1), 2, [(1, False), (2, True)], 0, 1, 4, {"swap_update": "rank2"}),  # no rebuild
     # rank-2 swaps one proposal at a time (the one-at-a-time path's numbers)
     "rank2_single": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 0, 4, 8, {"swap_update": "rank2", "batch": 1}),
@@ -244,15 +247,15 @@ def test_gpu_chain_equals_cpu_twin(sim, name):
 
 
 def test_the_twin_cases_exercise_hops_and_swaps(sim):
-    for name in ("twin", "single", "in_chain", "chunked", "layout", "wide", "square", "unrolled", "rank2",
+    for name in ("twin", "single", "in_chain", "chunked", "layout", "wide", "square", "unrolled", "sequential",
                  "rank2_unrolled", "rank2_single"):
         counts = np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)
         assert counts[1] > 0 and counts[3] > 0, (name, counts)  # accepted hops and accepted swaps
     free = np.array(sim["cases"]["free"]["counts_gpu"]).sum(axis=0)
     assert free[2] == 0 and free[1] > 0  # unprojected: no swaps, only hops (onto any site)
-    # a swap whose single steps are both singular: the CPU rebuilds A⁻¹, swap_update="rank2" takes the
-    # order-free rank-2 form; rank2_single has no periodic rebuild, so its A⁻¹ above is that form's
-    for name in ("rank2", "rank2_single"):
+    # a swap whose single steps are both singular: the CPU rebuilds A⁻¹, swap_update="rank2" (the default) takes
+    # the order-free rank-2 form; rank2_single has no periodic rebuild, so its A⁻¹ above is that form's
+    for name in ("twin", "sequential", "rank2_single"):
         assert np.array(sim["cases"][name]["counts_gpu"]).sum(axis=0)[4] > 0, name
 
 

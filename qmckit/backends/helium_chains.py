@@ -865,7 +865,7 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         else:
             cuda.syncwarp(FULL)
 
-    chain_stride = c.jit(**kw)(packed_chain_stride)  # the host's layout function, on the device
+    bank_period = u32(BANK_PERIOD[SIZE])
 
     @c.jit(fastmath=fast)
     def generate_packed(coords, states, box, inv_box, half2, b5, n_micro, sigma, accepted, out, m_write, G):
@@ -892,7 +892,10 @@ def _kernels(single: bool, min_image: str, inverse: str, unroll: int) -> dict:
         first_bits = T * DRAWS_PER_PROPOSAL
         bits = dyn_bits[first_bits + g * G * RAW_PER_PROPOSAL:first_bits + (g + 1) * G * RAW_PER_PROPOSAL]
         base = T * (DRAWS_PER_PROPOSAL + RAW_PER_PROPOSAL) * (8 // SIZE)
-        stride = u32(chain_stride(N, SIZE, G))  # a warp's chains read their atoms from different banks
+        # packed_chain_stride in 32-bit arithmetic (a warp's chains read their atoms from different banks); the
+        # host function compiled for the device (int64 %) cost the float64 kernel 12 registers and its pair
+        # loop's early loads: 1.1-1.6x slower on an H100 (helium_gpu_h100v17_2026-11-26's packed stage)
+        stride = 3 * N + u32(u32(G) - 3 * N) % bank_period
         mine = base + g * stride
         X, Y, Z = dyn[mine:mine + N], dyn[mine + N:mine + 2 * N], dyn[mine + 2 * N:mine + 3 * N]
         sums = dyn[base + C * stride:base + C * stride + 2 * T]
@@ -1077,6 +1080,7 @@ STATIC_SHARED_BYTES = 8 * (2 * BLOCK_SUM_SLOTS + PROPOSALS_PER_DRAW * (RAW_PER_P
 # the hybrid kernel's shared atoms fill what an H100 block may opt in to (227 KB) beside the static arrays:
 # float64 K = 9546, so at N = 10240 the other 694 atoms' 16.7 KB fit the 28 KB of L1 that remain
 HYBRID_LIMIT_BYTES = 227 * 1024 - STATIC_SHARED_BYTES
+BANK_PERIOD = {4: 32, 8: 16}  # shared-memory banks a warp's wavefront spans, in coordinates of each byte size
 
 
 def hybrid_atoms(n: int, itemsize: int) -> int:
@@ -1103,10 +1107,10 @@ def packed_chain_stride(n: int, itemsize: int, lanes: int) -> int:
     and 3N a multiple of 32 (N = 64, 128, 256, 512: every size the packed kernel was tuned at), lane l of
     every chain hit the same bank: in float32 a 32/G-way conflict (8-way at N = 64 with 4 lanes), in float64
     16/G-way within each half-warp's wavefront. A stride ≡ G (mod 32 four-byte banks in float32, mod 16
-    eight-byte bank pairs in float64) puts lane l of chain g on bank G·g + l. Not yet timed on a GPU
-    (benchmarks/helium_packed_scan.py measures it)."""
-    period = 32 if itemsize == 4 else 16
-    return 3 * n + (lanes - 3 * n) % period
+    eight-byte bank pairs in float64) puts lane l of chain g on bank G·g + l. On an H100 float32 N = 64 went
+    from 29.5 to 33.3 % of the FMA peak (helium_gpu_h100v16 → h100v18_2026-11-26); the other sizes' defaults
+    were within ±1 %."""
+    return 3 * n + (lanes - 3 * n) % BANK_PERIOD[itemsize]
 
 
 def packed_shared_bytes(n: int, itemsize: int, threads: int, lanes: int) -> int:

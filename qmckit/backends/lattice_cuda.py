@@ -51,8 +51,8 @@ GPU design (study 000 §4, on today's hardware)
   time path (one barrier); lane s decides proposal s and a ballot finds the first accepted one. An
   accepted up step takes F's row as its column sums. At L = 15, x ≈ 0.1 (acceptance 6.5 %) a batch
   covers about 6.4 proposals;
-* ``swap_update="rank2"`` (kernels ``run_chains*_rank2``; not the default until timed): an accepted swap's
-  two steps as one rank-2 pass A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the proposal's
+* ``swap_update="rank2"`` (the default; kernels ``run_chains*_rank2``; ``"sequential"``: the CPU's two
+  steps, kernels without the suffix): an accepted swap's two steps as one rank-2 pass A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the proposal's
   F row, W row and z sum and one matrix–vector product A⁻¹W — one read of A⁻¹ and one read-write pass
   against two read-write passes, a read and a gather; the same algebra in the same order of steps, so the
   chain stays the CPU's (to rounding: decisions identical in every simulator twin). A swap whose single
@@ -85,24 +85,26 @@ GPU design (study 000 §4, on today's hardware)
   shuffle with the full mask at a point all 32 lanes reach (no warp-synchronous code: correct on
   Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
   shared-memory trees with barriers (always two per block sum);
-* the kernel wants more registers than a thread may have (255; it spills ~230 B at the 232-register cap
-  of a 224-thread block, ptxas for sm_90); larger blocks get a lower cap (``max_registers``,
+* the kernel wants more registers than a thread may have (255; at the 232-register cap of a 224-thread
+  block the rank-2 kernel spills nothing, the two-step one ~230 B, ptxas for sm_90); larger blocks get a lower cap (``max_registers``,
   one compiled kernel per cap), lowered further until the compiled kernel takes the block. Its
   counters are kept in shared memory: in registers, the H100 build capped at 128 registers lost the
   count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v7_2026-11-26.md: 32 chains, 5000 + 5000
-sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.47, 0.99 and 3.34 s with batches of 8 and the
-measurements on the other SMs, 0.45, 1.30 and 6.87 s one proposal at a time in the same build (Tesla
-M2070, bfactor 8: 3.19, 17.37, 309.72 s; the kernel before batches, lattice_chains_h100v4_2026-11-23: 0.51,
-1.40, 6.05 s; with batches but measuring in the chain's block, h100v5: 0.59, 1.20, 3.93 s). Where a sweep's
-341 µs go at L = 15 (stage ``phases``, thread 0's cycles): draws 215k, batch sums 190k, decisions 54k,
-updates 149k, rebuilds 18k, snapshots 3k cycles. The block is latency-bound: at 224 threads (7 warps) an
-instruction issues every ~6 cycles per warp (Nsight Compute), the kernel is capped at 232 registers and
-spills ~230 B, and ptxas loads each tensor-core operand just before its step (loading them a trip ahead
-made the products 9 % faster but the spills slowed the other phases as much:
-lattice_pipelined_attempt_h200_2026-11-26); throughput rises 3.5× from 32 to 132 chains.
+Measured on an H100 (benchmarks/results/lattice_chains_h100v8_2026-11-26.md: 32 chains, 5000 + 5000
+sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.45, 0.97 and 2.89 s with batches of 8, rank-2 swap
+updates and the measurements on the other SMs; 0.47, 0.99 and 3.34 s with the CPU's two-step swaps and
+0.43, 1.29 and 5.23 s one proposal at a time, in the same run (Tesla M2070, bfactor 8: 3.19, 17.37,
+309.72 s; the kernel before batches, lattice_chains_h100v4_2026-11-23: 0.51, 1.40, 6.05 s; with batches
+but measuring in the chain's block, h100v5: 0.59, 1.20, 3.93 s). Where a sweep's 296 µs go at L = 15
+(stage ``phases``, thread 0's cycles): draws 203k (of which the warp's parse of 32 draws 134k and the
+proposals' records 41k), batch sums 170k, decisions 46k, updates 110k, rebuilds 17k, snapshots 3k
+cycles. The block is latency-bound: at 224 threads (7 warps) an instruction issues every ~6 cycles per
+warp (Nsight Compute), and ptxas loads each tensor-core operand just before its step (loading them a
+trip ahead made the products 9 % faster but the spills slowed the other phases as much:
+lattice_pipelined_attempt_h200_2026-11-26, a kernel that spilled); throughput rises 3.4× from 32 to 132
+chains.
 ``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
 
 The tracked algorithm (``CudaChains(..., algorithm="tracked")``, kernel ``run_chains_tracked_gpu``, the
@@ -182,8 +184,8 @@ def available() -> bool:
 
 def default_batch(size: int) -> int:
     """Proposals evaluated together (:class:`CudaChains`'s ``batch``) for a matrix side M = ``size``: 8 at
-    every size but the smallest measured (an H100, lattice_chains_h100v7_2026-11-26: L = 5, 9, 15 in 0.47, 0.99,
-    3.34 s with 8 against 0.45, 1.30, 6.87 s one at a time, the same build; 8 everywhere keeps one path)."""
+    every size but the smallest measured (an H100, lattice_chains_h100v8_2026-11-26: L = 5, 9, 15 in 0.45, 0.97,
+    2.89 s with 8 against 0.43, 1.29, 5.23 s one at a time, the same build; 8 everywhere keeps one path)."""
     return BATCH
 
 
@@ -2770,10 +2772,11 @@ class CudaChains:
     by the thesis kernel, 8 (default, :func:`default_batch`) or 1 (one at a time; see the module docstring);
     ``measure_on``: "grid" (default: measured sweeps leave snapshots that a second kernel measures on the
     other SMs) or "chain" (the chain's block measures, between its sweeps); the tracked kernel always
-    measures in its own block. ``swap_update``: an accepted swap updates A⁻¹ by two Sherman–Morrison
-    steps ("sequential", default, as the CPU) or in one rank-2 pass from the proposal's numbers ("rank2": the
-    same algebra, another rounding; a singular swap by the order-free form where the CPU rebuilds; not yet
-    timed on a GPU). ``cycle_details``:
+    measures in its own block. ``swap_update``: an accepted swap updates A⁻¹ in one rank-2 pass from the
+    proposal's numbers ("rank2", the thesis kernel's default: the same algebra as the CPU's, another
+    rounding; a singular swap by the order-free form where the CPU rebuilds; 13 % faster at L = 15 on an
+    H100) or by two Sherman–Morrison steps as the CPU ("sequential", the tracked kernel's only form).
+    ``cycle_details``:
     thread 0 also counts the parts of the draws (:data:`CYCLE_DETAILS`; a kernel of its own, so that the
     timed kernel is not changed by the extra clock reads).
     """
@@ -2783,7 +2786,7 @@ class CudaChains:
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
                  refresh_every: int = REFRESH_EVERY, threads_per_column: int | None = None, bfactor: int = 8,
                  max_registers: int | None = None, algorithm: str = "thesis", batch: int | None = None,
-                 measure_on: str = "grid", swap_update: str = "sequential", cycle_details: bool = False):
+                 measure_on: str = "grid", swap_update: str | None = None, cycle_details: bool = False):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
         self.algorithm = algorithm
@@ -2791,6 +2794,8 @@ class CudaChains:
             raise ValueError(f"measure_on must be one of {', '.join(MEASURE_PLACES)}, got {measure_on!r}")
         self.measure_on = measure_on if algorithm == "thesis" else "chain"
         self._kernel_name = "run_chains_grid" if self.measure_on == "grid" else KERNEL_NAMES[algorithm]
+        if swap_update is None:
+            swap_update = "rank2" if algorithm == "thesis" else "sequential"
         if swap_update not in SWAP_UPDATES:
             raise ValueError(f"swap_update must be one of {', '.join(SWAP_UPDATES)}, got {swap_update!r}")
         if swap_update == "rank2" and algorithm != "thesis":
