@@ -976,9 +976,9 @@ def kernels(max_registers: int = 255) -> dict:
     def parse_batch(st, up_at, dn_at, n2, NS, nbmax):
         """Up to ``nbmax`` proposals from the stream's next 32 draws, by a whole warp: lane i makes draw i
         (every lane steps the generator 32 times and keeps its own), reads it as an electron and as a
-        target site with its occupations (ballots), then every lane parses the same proposals from the
-        masks in the order lattice_chains.propose draws them (electron, targets until one has no electron
-        of that spin, decision). Returns (n, e, target, u, s0, s1): the number of complete proposals, and
+        target site with its occupations (ballots), then lane k finds proposal k from the masks (binary
+        lifting over "where the next proposal starts"), in the order lattice_chains.propose draws them
+        (electron, targets until one has no electron of that spin, decision). Returns (n, e, target, u, s0, s1): the number of complete proposals, and
         for proposal ``lane`` (lane < n) its electron draw, target, decision uniform and the stream just
         after its decision (int64 bits); leaves ``st`` where proposal n − 1 ended (where it began if n = 0).
         The same in every warp."""
@@ -1002,31 +1002,41 @@ def kernels(max_registers: int = 255) -> dict:
         up_mask = u32(cuda.ballot_sync(FULL, up_at[tgt] >= 0))
         dn_mask = u32(cuda.ballot_sync(FULL, dn_at[tgt] >= 0))
         spins = u32(cuda.ballot_sync(FULL, (el & 1) == 1))
-        n = 0
-        pos = 0
-        last = -1
-        my_p = 0  # this lane's proposal: the positions of its electron and target draws
-        my_q = 0
-        while n < nbmax and pos < 30:
-            taken = up_mask if (spins >> u32(pos)) & u32(1) == u32(1) else dn_mask
-            free = ~taken & (u32(0xFFFFFFFF) << u32(pos + 1))
-            if free == u32(0):
-                break
-            q = cuda.ffs(free) - 1
-            if q >= 31:
-                break
-            if lane == n:
-                my_p = pos
-                my_q = q
-            last = q + 1
-            n += 1
-            pos = q + 2
+        # The proposals in parallel. Were draw `lane` a proposal's electron draw, its targets would run to the
+        # first later draw with no electron of its spin (q), its decision would be draw q + 1 and the next
+        # proposal would start at q + 2 (j1; 48: none completes from here, as for starts ≥ 30). Proposal k
+        # starts at j1 applied k times to 0: lane k gets it by binary lifting over j1, j2 = j1∘j1 and j4 (warp
+        # shuffles; k < 8) instead of the CPU's walk from one proposal to the next, a chain of dependent steps.
+        p = u32(lane)
+        taken = up_mask if (spins >> p) & u32(1) == u32(1) else dn_mask
+        free = ~taken & (u32(0xFFFFFFFE) << p) if p < u32(30) else u32(0)
+        q = i32(cuda.ffs(free) - 1)
+        j1 = i32(q + 2) if free != u32(0) and q < i32(31) else i32(48)
+        j2 = i32(cuda.shfl_sync(FULL, j1, min(j1, i32(31))))
+        j2 = j2 if j1 < i32(32) else j1
+        j4 = i32(cuda.shfl_sync(FULL, j2, min(j2, i32(31))))
+        j4 = j4 if j2 < i32(32) else j2
+        x = i32(cuda.shfl_sync(FULL, j1, i32(0)))  # the start of proposal `lane` (≥ 32: none)
+        x = x if p & u32(1) else i32(0)
+        hop = i32(cuda.shfl_sync(FULL, j2, min(x, i32(31))))
+        x = hop if p & u32(2) and x < i32(32) else x
+        hop = i32(cuda.shfl_sync(FULL, j4, min(x, i32(31))))
+        x = hop if p & u32(4) and x < i32(32) else x
+        x_next = i32(cuda.shfl_sync(FULL, j1, min(x, i32(31))))  # the start of the proposal after it
+        x_next = x_next if x < i32(32) else x
+        complete = p < u32(nbmax) and x < i32(32) and x_next <= i32(32)  # a prefix of the lanes
+        n = i32(cuda.popc(cuda.ballot_sync(FULL, complete)))
+        my_p = x if complete else i32(0)  # this lane's proposal: the positions of its electron and target draws
+        my_q = i32(x_next - 2) if complete else i32(0)
+        tail = i32(cuda.shfl_sync(FULL, x_next, i32(max(n - 1, 0))))  # (n is the same in every lane)
+        last = i32(tail - 1) if n > i32(0) else i32(-1)  # the last parsed proposal's decision draw
         my_e = cuda.shfl_sync(FULL, el, my_p)
         my_t = cuda.shfl_sync(FULL, tgt, my_q)
-        my_u = cuda.shfl_sync(FULL, u, my_q + 1)
-        my_0 = cuda.shfl_sync(FULL, m0, my_q + 1)
-        my_1 = cuda.shfl_sync(FULL, m1, my_q + 1)
-        if last >= 0:
+        decision = i32(my_q + 1)
+        my_u = cuda.shfl_sync(FULL, u, decision)
+        my_0 = cuda.shfl_sync(FULL, m0, decision)
+        my_1 = cuda.shfl_sync(FULL, m1, decision)
+        if last >= i32(0):
             st[0, 0] = u64(cuda.shfl_sync(FULL, m0, last))
             st[0, 1] = u64(cuda.shfl_sync(FULL, m1, last))
         else:  # nothing parsed: back to where the batch began
