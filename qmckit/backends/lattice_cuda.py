@@ -92,15 +92,16 @@ GPU design (study 000 §4, on today's hardware)
   count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v8_2026-11-26.md: 32 chains, 5000 + 5000
-sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.45, 0.97 and 2.89 s with batches of 8, rank-2 swap
-updates and the measurements on the other SMs; 0.47, 0.99 and 3.34 s with the CPU's two-step swaps and
-0.43, 1.29 and 5.23 s one proposal at a time, in the same run (Tesla M2070, bfactor 8: 3.19, 17.37,
-309.72 s; the kernel before batches, lattice_chains_h100v4_2026-11-23: 0.51, 1.40, 6.05 s; with batches
-but measuring in the chain's block, h100v5: 0.59, 1.20, 3.93 s). Where a sweep's 296 µs go at L = 15
-(stage ``phases``, thread 0's cycles): draws 203k (of which the warp's parse of 32 draws 134k and the
-proposals' records 41k), batch sums 170k, decisions 46k, updates 110k, rebuilds 17k, snapshots 3k
-cycles. The block is latency-bound: at 224 threads (7 warps) an instruction issues every ~6 cycles per
+Measured on an H100 (benchmarks/results/lattice_chains_h100v9_2026-11-26.md: 32 chains, 5000 + 5000
+sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.41, 0.87 and 2.66 s with batches of 8, rank-2 swap
+updates, the proposals parsed in parallel and the measurements on the other SMs; 0.43, 0.89 and 3.11 s
+with the CPU's two-step swaps and 0.43, 1.29 and 5.30 s one proposal at a time, in the same run (Tesla
+M2070, bfactor 8: 3.19, 17.37, 309.72 s; the kernel before batches, lattice_chains_h100v4_2026-11-23:
+0.51, 1.40, 6.05 s; with batches but measuring in the chain's block, h100v5: 0.59, 1.20, 3.93 s; rank-2
+swaps with a proposal-by-proposal parse, h100v8: 0.45, 0.97, 2.89 s). Where a sweep's 276 µs go at
+L = 15 (stage ``phases``, thread 0's cycles): draws 159k (of which the warp's parse of 32 draws 92k —
+134k before the parallel parse — and the proposals' records 40k), batch sums 170k, decisions 46k,
+updates 109k, rebuilds 17k, snapshots 2k cycles. The block is latency-bound: at 224 threads (7 warps) an instruction issues every ~6 cycles per
 warp (Nsight Compute), and ptxas loads each tensor-core operand just before its step (loading them a
 trip ahead made the products 9 % faster but the spills slowed the other phases as much:
 lattice_pipelined_attempt_h200_2026-11-26, a kernel that spilled); throughput rises 3.4× from 32 to 132
@@ -184,8 +185,8 @@ def available() -> bool:
 
 def default_batch(size: int) -> int:
     """Proposals evaluated together (:class:`CudaChains`'s ``batch``) for a matrix side M = ``size``: 8 at
-    every size but the smallest measured (an H100, lattice_chains_h100v8_2026-11-26: L = 5, 9, 15 in 0.45, 0.97,
-    2.89 s with 8 against 0.43, 1.29, 5.23 s one at a time, the same build; 8 everywhere keeps one path)."""
+    every size measured (an H100, lattice_chains_h100v9_2026-11-26: L = 5, 9, 15 in 0.41, 0.87, 2.66 s with 8
+    against 0.43, 1.29, 5.30 s one at a time, the same build)."""
     return BATCH
 
 
@@ -2784,8 +2785,8 @@ class CudaChains:
     other SMs) or "chain" (the chain's block measures, between its sweeps); the tracked kernel always
     measures in its own block. ``swap_update``: an accepted swap updates A⁻¹ in one rank-2 pass from the
     proposal's numbers ("rank2", the thesis kernel's default: the same algebra as the CPU's, another
-    rounding; a singular swap by the order-free form where the CPU rebuilds; 13 % faster at L = 15 on an
-    H100) or by two Sherman–Morrison steps as the CPU ("sequential", the tracked kernel's only form).
+    rounding; a singular swap by the order-free form where the CPU rebuilds; 14 % faster at L = 15 on an
+    H100, lattice_chains_h100v9) or by two Sherman–Morrison steps as the CPU ("sequential", the tracked kernel's only form).
     ``cycle_details``:
     thread 0 also counts the parts of the draws (:data:`CYCLE_DETAILS`; a kernel of its own, so that the
     timed kernel is not changed by the extra clock reads).
