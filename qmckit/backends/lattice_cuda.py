@@ -52,9 +52,10 @@ GPU design (study 000 §4, on today's hardware)
   accepted up step takes F's row as its column sums. At L = 15, x ≈ 0.1 (acceptance 6.5 %) a batch
   covers about 6.4 proposals;
 * ``swap_update="rank2"`` (the default; kernels ``run_chains*_rank2``; ``"sequential"``: the CPU's two
-  steps, kernels without the suffix): an accepted swap's two steps as one rank-2 pass A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the proposal's
-  F row, W row and z sum and one matrix–vector product A⁻¹W — one read of A⁻¹ and one read-write pass
-  against two read-write passes, a read and a gather; the same algebra in the same order of steps, so the
+  steps, kernels without the suffix): an accepted swap's two steps as one rank-2 pass
+  A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the proposal's F row, W row and z sum and
+  one matrix–vector product A⁻¹W — one read of A⁻¹ and one read-write pass against two read-write
+  passes, a read and a gather; the same algebra in the same order of steps, so the
   chain stays the CPU's (to rounding: decisions identical in every simulator twin). A swap whose single
   steps are both singular takes the order-free (Woodbury) form of the same update instead of a rebuild, so
   these kernels inline the Gauss–Jordan elimination once (the periodic rebuild) and, at the 232-register
@@ -86,10 +87,10 @@ GPU design (study 000 §4, on today's hardware)
   Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
   shared-memory trees with barriers (always two per block sum);
 * the kernel wants more registers than a thread may have (255; at the 232-register cap of a 224-thread
-  block the rank-2 kernel spills nothing, the two-step one ~230 B, ptxas for sm_90); larger blocks get a lower cap (``max_registers``,
-  one compiled kernel per cap), lowered further until the compiled kernel takes the block. Its
-  counters are kept in shared memory: in registers, the H100 build capped at 128 registers lost the
-  count of proposed swaps (everything else identical);
+  block the rank-2 kernel spills nothing, the two-step one ~230 B, ptxas for sm_90); larger blocks get a
+  lower cap (``max_registers``, one compiled kernel per cap), lowered further until the compiled kernel
+  takes the block. Its counters are kept in shared memory: in registers, the H100 build capped at 128
+  registers lost the count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
 Measured on an H100 (benchmarks/results/lattice_chains_h100v9_2026-11-26.md: 32 chains, 5000 + 5000
@@ -101,8 +102,9 @@ M2070, bfactor 8: 3.19, 17.37, 309.72 s; the kernel before batches, lattice_chai
 swaps with a proposal-by-proposal parse, h100v8: 0.45, 0.97, 2.89 s). Where a sweep's 276 µs go at
 L = 15 (stage ``phases``, thread 0's cycles): draws 159k (of which the warp's parse of 32 draws 92k —
 134k before the parallel parse — and the proposals' records 40k), batch sums 170k, decisions 46k,
-updates 109k, rebuilds 17k, snapshots 2k cycles. The block is latency-bound: at 224 threads (7 warps) an instruction issues every ~6 cycles per
-warp (Nsight Compute), and ptxas loads each tensor-core operand just before its step (loading them a
+updates 109k, rebuilds 17k, snapshots 2k cycles. The block is latency-bound: at 224 threads (7 warps)
+an instruction issues every ~5–6 cycles per warp (Nsight Compute; lattice_ncu_rank2_h100_2026-11-26
+splits the stall samples by phase), and ptxas loads each tensor-core operand just before its step (loading them a
 trip ahead made the products 9 % faster but the spills slowed the other phases as much:
 lattice_pipelined_attempt_h200_2026-11-26, a kernel that spilled); throughput rises 3.4× from 32 to 132
 chains.
@@ -979,9 +981,10 @@ def kernels(max_registers: int = 255) -> dict:
         (every lane steps the generator 32 times and keeps its own), reads it as an electron and as a
         target site with its occupations (ballots), then lane k finds proposal k from the masks (binary
         lifting over "where the next proposal starts"), in the order lattice_chains.propose draws them
-        (electron, targets until one has no electron of that spin, decision). Returns (n, e, target, u, s0, s1): the number of complete proposals, and
-        for proposal ``lane`` (lane < n) its electron draw, target, decision uniform and the stream just
-        after its decision (int64 bits); leaves ``st`` where proposal n − 1 ended (where it began if n = 0).
+        (electron, targets until one has no electron of that spin, decision). Returns (n, e, target, u, s0,
+        s1): the number of complete proposals, and for proposal ``lane`` (lane < n) its electron draw,
+        target, decision uniform and the stream just after its decision (int64 bits); leaves ``st`` where
+        proposal n − 1 ended (where it began if n = 0).
         The same in every warp."""
         lane = cuda.threadIdx.x & 31
         b0 = st[0, 0]
@@ -2786,10 +2789,10 @@ class CudaChains:
     measures in its own block. ``swap_update``: an accepted swap updates A⁻¹ in one rank-2 pass from the
     proposal's numbers ("rank2", the thesis kernel's default: the same algebra as the CPU's, another
     rounding; a singular swap by the order-free form where the CPU rebuilds; 14 % faster at L = 15 on an
-    H100, lattice_chains_h100v9) or by two Sherman–Morrison steps as the CPU ("sequential", the tracked kernel's only form).
-    ``cycle_details``:
-    thread 0 also counts the parts of the draws (:data:`CYCLE_DETAILS`; a kernel of its own, so that the
-    timed kernel is not changed by the extra clock reads).
+    H100, lattice_chains_h100v9) or by two Sherman–Morrison steps as the CPU ("sequential", the tracked
+    kernel's only form). ``cycle_details``: thread 0 also counts the parts of the draws
+    (:data:`CYCLE_DETAILS`; a kernel of its own, so that the timed kernel is not changed by the extra
+    clock reads).
     """
 
     backend = "cuda"
