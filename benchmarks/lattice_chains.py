@@ -11,7 +11,8 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
 
   twin      GPU kernel vs CPU kernel on the same chains and streams (20 sweeps, 32 chains; L = 5 and 9, and
             L = 15 with three T_P/bfactor layouts, i.e. three register caps): counts, configurations and
-            streams identical?, max |ΔA⁻¹|, max |ΔE|; also one proposal at a time and the CPU's two-step swap updates;
+            streams identical?, max |ΔA⁻¹|, max |ΔE|; also one proposal at a time and the CPU's two-step
+            swap updates;
   gpu       the full workload on the GPU (one launch per phase; synchronize + perf_counter around each
             launch, compile excluded by a warm-up; median of ``--repeats``); energies per site
             (chain means ± std/√W), acceptance, A⁻¹ drift; Sherman–Morrison FLOP/s vs the fp64 peak;
@@ -272,7 +273,7 @@ def stage_warmup(cfg, results):
 def stage_twin(cfg, results):
     out = {}
     jobs = [(L, layout, "thesis", None, None) for L, layout in cfg["twin_Ls"]] if "thesis" in cfg["algorithms"] else []
-    if "thesis" in cfg["algorithms"]:  # one proposal at a time (batch 1), where the default batches them; two-step swaps
+    if "thesis" in cfg["algorithms"]:  # one proposal at a time (the default batches them), and two-step swaps
         jobs += [(L, layout, "thesis", 1, None) for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
         jobs += [(L, layout, "thesis", None, "sequential") for L, layout in cfg["twin_Ls"] if layout == (4, 8)]
     if "tracked" in cfg["algorithms"]:
@@ -453,8 +454,8 @@ def stage_norefresh(cfg, results):
 def stage_phases(cfg, results):
     """Where a chain's time goes: thread 0's clock cycles by phase (lattice_cuda.CYCLE_PHASES), per
     sweep, for batch 8 and 1, at ``--scan-scale`` × the sweeps (equilibration and accumulation each);
-    then batch 8 with the CPU's two-step swap updates (``swap_update="sequential"``), and batch 8 with the kernel that also
-    counts the draws' parse and derive parts (``cycle_details``, lattice_cuda.CYCLE_DETAILS)."""
+    then batch 8 with the CPU's two-step swap updates (``swap_update="sequential"``), and batch 8 with the
+    kernel that also counts the draws' parse and derive parts (``cycle_details``, lattice_cuda.CYCLE_DETAILS)."""
     out = {}
     for L in cfg["Ls"]:
         for batch, details, swap_update in ((8, False, None), (1, False, None), (8, False, "sequential"),
@@ -467,14 +468,16 @@ def stage_phases(cfg, results):
             cycles = {k: counted[k] for k in lc.CYCLE_PHASES}
             total = sum(cycles.values())
             t = run["t_eq"] + run["t_acc"]
-            row = {"L": L, "batch": batch, "details_build": details, "swap_update": gpu.swap_update, "sweeps": [n, n], "t_s": t,
+            row = {"L": L, "batch": batch, "details_build": details, "swap_update": gpu.swap_update,
+                   "sweeps": [n, n], "t_s": t,
                    "t_per_sweep_us": 1e6 * t / (2 * n), "cycles_per_sweep": cycles, "cycles_per_sweep_total": total,
                    "clock_ghz_implied": total * 2 * n / t / 1e9,
                    "proposals_per_sweep": gpu.moves_per_sweep, "acceptance": acceptance(gpu.counts)}
             if details:
                 row["draw_cycles_per_sweep"] = {k: counted[k] for k in lc.CYCLE_DETAILS}
             build = " (details build)" if details else (" (two-step swaps)" if swap_update == "sequential" else "")
-            out[f"{L}/{batch}" + ("/details" if details else "") + ("/sequential" if swap_update == "sequential" else "")] = row
+            key = f"{L}/{batch}" + ("/details" if details else "") + ("/sequential" if swap_update == "sequential" else "")
+            out[key] = row
             log(f"  phases L={L} batch={batch}{build}: {1e6 * t / (2 * n):.1f} µs per sweep; cycles per sweep "
                 + ", ".join(f"{k} {v:.0f}" for k, v in counted.items()))
     results["phases"] = out

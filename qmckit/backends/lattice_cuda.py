@@ -55,11 +55,11 @@ GPU design (study 000 §4, on today's hardware)
   steps, kernels without the suffix): an accepted swap's two steps as one rank-2 pass
   A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the proposal's F row, W row and z sum and
   one matrix–vector product A⁻¹W — one read of A⁻¹ and one read-write pass against two read-write
-  passes, a read and a gather; the same algebra in the same order of steps, so the
-  chain stays the CPU's (to rounding: decisions identical in every simulator twin). A swap whose single
-  steps are both singular takes the order-free (Woodbury) form of the same update instead of a rebuild, so
-  these kernels inline the Gauss–Jordan elimination once (the periodic rebuild) and, at the 232-register
-  cap of a 224-thread block, spill nothing (the sequential kernel: 232 B; ptxas for sm_90);
+  passes, a read and a gather; the same algebra in the same order of steps, so the chain stays the CPU's
+  (to rounding: decisions identical in every simulator twin). A swap whose single steps are both singular
+  takes the order-free (Woodbury) form of the same update instead of a rebuild, so these kernels inline
+  the Gauss–Jordan elimination once (the periodic rebuild) and, at the 232-register cap of a 224-thread
+  block, spill nothing (the sequential kernel: 232 B; ptxas for sm_90);
 * the rebuild is an in-block Gauss–Jordan elimination with partial pivoting, in place in shared
   memory (rows by warp, columns by lane; row interchanges undone as column interchanges at the end);
   the previous A⁻¹ is kept in per-chain global scratch for the drift;
@@ -104,8 +104,8 @@ L = 15 (stage ``phases``, thread 0's cycles): draws 159k (of which the warp's pa
 134k before the parallel parse — and the proposals' records 40k), batch sums 170k, decisions 46k,
 updates 109k, rebuilds 17k, snapshots 2k cycles. The block is latency-bound: at 224 threads (7 warps)
 an instruction issues every ~5–6 cycles per warp (Nsight Compute; lattice_ncu_rank2_h100_2026-11-26
-splits the stall samples by phase), and ptxas loads each tensor-core operand just before its step (loading them a
-trip ahead made the products 9 % faster but the spills slowed the other phases as much:
+splits the stall samples by phase), and ptxas loads each tensor-core operand just before its step
+(loading them a trip ahead made the products 9 % faster but the spills slowed the other phases as much:
 lattice_pipelined_attempt_h200_2026-11-26, a kernel that spilled); throughput rises 3.4× from 32 to 132
 chains.
 ``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
