@@ -3,14 +3,17 @@
 
 Workload (Table 6.1): tilted clusters L = 5, 9, 15 (N_s = L² + 1), hole doping x = 0.1 (N_e = 24, 74, 204),
 t = 1, J = 0.3, Δ = 1.5, μ = 0; 32 Markov chains, 5000 equilibration + 5000 accumulation sweeps of N_e
-proposals each, one local-energy measurement after every accumulation sweep; A⁻¹ rebuilt from scratch
-every ``--refresh-every`` sweeps and after each launch (default 100, the qmckit default since 2026-11-23;
-the 2026-11-22 records rebuilt every sweep; the thesis never rebuilt).
+proposals each, one local-energy measurement after every accumulation sweep; A⁻¹ refreshed every
+``--refresh-every`` sweeps and after each launch (default 100, the qmckit default since 2026-11-23; the
+2026-11-22 records rebuilt every sweep; the thesis never rebuilt): the CPU rebuilds it by Gauss–Jordan, the
+GPU (from 2026-11-26, lattice_chains_h100v10) corrects it by one Newton–Schulz step against the matrix built
+afresh (lattice_cuda.refine).
 
 Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON is rewritten after each):
 
   twin      GPU kernel vs CPU kernel on the same chains and streams (20 sweeps, 32 chains; L = 5 and 9, and
-            L = 15 with three T_P/bfactor layouts, i.e. three register caps): counts, configurations and
+            L = 15 with three T_P/bfactor layouts, i.e. three register caps, and the default layouts of
+            L = 5, 9, 15): counts, configurations and
             streams identical?, max |ΔA⁻¹|, max |ΔE|; also one proposal at a time and the CPU's two-step
             swap updates;
   gpu       the full workload on the GPU (one launch per phase; synchronize + perf_counter around each
@@ -31,7 +34,7 @@ Stages (each skipped, never truncated, once the ``--budget`` is spent; the JSON 
             decisions, updates, rebuilds, measurements; lattice_cuda.CYCLE_PHASES), at ``--scan-scale``;
             batch 8 with two-step swap updates; and batch 8 with the draws split (parse, derive; the
             cycle_details build);
-  layout    L = 15: T_P ∈ {1, 2, 4, 8} × bfactor ∈ {4, 8, 16, 32}, at ``--layout-scale`` × the sweeps;
+  layout    L = 15: T_P ∈ {1, 2, 4, 8} × bfactor ∈ {1, 2, 4, 8, 16, 32}, at ``--layout-scale`` × the sweeps;
   chains    L = 15 (and 9): 32, 132, 264, 528, 1056 chains: chain·sweeps per second, at ``--scan-scale``.
 
 The thesis's times (i7-2600 one core, 32 chains in sequence; Tesla M2070, bfactor 8 and 16) are printed
@@ -222,7 +225,7 @@ def acceptance(counts):
             "singular_swap_rebuilds": int(c[REBUILDS])}
 
 
-def gpu_run(L, chains, n_eq, n_acc, refresh, tp=None, bf=8, keep_state=False, algorithm="thesis", batch=None,
+def gpu_run(L, chains, n_eq, n_acc, refresh, tp=None, bf=None, keep_state=False, algorithm="thesis", batch=None,
             **options):
     """One timed run (equilibration, then measured sweeps); ``options`` go to CudaChains (swap_update, ...)."""
     system, state, states = start(L, chains)
@@ -673,10 +676,11 @@ def main(argv=None):
         "n_eq": 2 if smoke else N_EQ, "n_acc": 2 if smoke else N_ACC,
         "repeats": 1 if smoke else args.repeats,
         "twin_Ls": ((3, (4, 8)), (3, (2, 4))) if smoke else ((5, (4, 8)), (9, (4, 8)), (15, (4, 8)), (15, (2, 8)),
+                                                                (5, (4, 4)), (9, (4, 4)), (15, (2, 2)),
                                                                 (15, (8, 16))),
         "twin_sweeps": 2 if smoke else 20,
         "scan_L": 3 if smoke else 15, "tps": (1, 2) if smoke else (1, 2, 4, 8),
-        "bfs": (4, 8) if smoke else (4, 8, 16, 32), "scan_scale": 1.0 if smoke else args.scan_scale,
+        "bfs": (4, 8) if smoke else (1, 2, 4, 8, 16, 32), "scan_scale": 1.0 if smoke else args.scan_scale,
         "layout_scale": 1.0 if smoke else args.layout_scale,
         "chain_Ls": (3,) if smoke else (15, 9), "chain_counts": (2, 3) if smoke else (32, 132, 264, 528, 1056),
         "eq_states": {},

@@ -215,6 +215,19 @@ def test_bad_options_raise_clear_errors():
     assert lc.shared_bytes(103, 226, 224, details=True) == 133656 + 16
 
 
+def test_default_layouts_cover_every_row_in_one_pass():
+    """bfactor: the largest divisor of a warp with threads / bfactor ≥ M (the study's L = 5, 9, 15: 4, 4, 2), so that
+    a down update's row groups cover A⁻¹ at once; the registers: 255 while a scheduler holds at most two warps."""
+    for size, expected in ((13, 4), (38, 4), (103, 2), (4, 8)):
+        tp = lc.default_threads_per_column(size)
+        bf = lc.default_bfactor(size, tp)
+        assert bf == expected
+        threads = lc.block_threads(size, tp, bf)
+        assert threads // bf >= size and (bf == 32 or threads // (2 * bf) < size)
+    assert lc.default_bfactor(200, 1) == 1  # 224 threads cannot give two per row: one
+    assert [lc.default_max_registers(t) for t in (64, 224, 256, 288, 416, 832)] == [255, 255, 255, 168, 128, 72]
+
+
 @pytest.mark.parametrize("size", [3, 13, 38, 103, 104, 117])
 def test_batch_rows_are_padded_to_whole_steps_on_distinct_banks(size):
     """A batch row holds M values and the zero padding up to the next multiple of 4 (one tensor-core k step);

@@ -5,18 +5,21 @@ random numbers from each chain's xoroshiro128+ stream (:mod:`qmckit.rng`, compil
 :mod:`qmckit.backends.cuda_rng`) in the same order (a uniform for the electron, uniforms for the target
 site until it has no electron of the same spin, one uniform for the decision, drawn even when R² ≥ 1),
 the same swap rule (the Sherman–Morrison step with the larger first ratio goes first; both below 1e-8:
-rebuild A⁻¹ instead), the same periodic rebuild (every ``refresh_every`` sweeps of a call and after its last sweep, recording
-max |A⁻¹_old − A⁻¹_new| / max |A⁻¹_new|), the same counters and the same measurement after every
-measured sweep. Same start state and streams therefore give the CPU's chain: identical decisions,
-configurations and streams, A⁻¹ and energies to round-off (block reductions and FMA contraction
-sum in another order than the CPU).
+rebuild A⁻¹ instead), the periodic refresh at the same sweeps (every ``refresh_every`` sweeps of a call and
+after its last sweep, recording max |A⁻¹_old − A⁻¹_new| / max |A⁻¹_new|: on the CPU a Gauss–Jordan rebuild, on a
+GPU one Newton–Schulz step against the matrix built afresh, :func:`refine` below — either gives the current
+configuration's inverse to rounding), the same counters and the same measurement after every measured sweep.
+Same start state and streams therefore give the CPU's chain: identical decisions, configurations and
+streams, A⁻¹ and energies to round-off (block reductions and FMA contraction sum in another order than
+the CPU).
 
 GPU design (study 000 §4, on today's hardware)
 
 * one thread block per chain; the block has T = T_P·M threads rounded up to a multiple of 32 (T_P
   "threads per column", study 000's 4, or 2 for M ≥ 64: :func:`default_threads_per_column`; M = N_p + ghost
-  the matrix side); ``bfactor`` (default 8) must
-  divide 32 (so its groups sit inside warps);
+  the matrix side); ``bfactor`` must divide 32 (so its groups sit inside warps): by default the largest that
+  covers every row of A⁻¹ in one pass (:func:`default_bfactor`: 4 at L = 5 and 9, 2 at L = 15; study 000 used
+  8 and 16);
 * A⁻¹ (M×M float64, rows = down labels, columns = up labels), the site lists and occupations live in
   SHARED memory for the whole launch (107 KB per block at L = 15 with the work vectors, the
   measurement tile and its site lists: above 48 KB the kernel's dynamic shared memory limit is raised, as in
@@ -58,11 +61,16 @@ GPU design (study 000 §4, on today's hardware)
   passes, a read and a gather; the same algebra in the same order of steps, so the chain stays the CPU's
   (to rounding: decisions identical in every simulator twin). A swap whose single steps are both singular
   takes the order-free (Woodbury) form of the same update instead of a rebuild, so these kernels inline
-  the Gauss–Jordan elimination once (the periodic rebuild) and, at the 232-register cap of a 224-thread
-  block, spill nothing (the sequential kernel: 232 B; ptxas for sm_90);
-* the rebuild is an in-block Gauss–Jordan elimination with partial pivoting, in place in shared
-  memory (rows by warp, columns by lane; row interchanges undone as column interchanges at the end);
-  the previous A⁻¹ is kept in per-chain global scratch for the drift;
+  the Gauss–Jordan elimination once (the refresh's fallback);
+* the periodic refresh (:func:`refine`) is one Newton–Schulz step X ← X + X·R, R = 1 − Φ·X, with Φ gathered
+  afresh from the configuration: Φ·X on the tensor cores by 8 rows of Φ, R in per-chain global scratch,
+  X·R by warp and lane; its error is the square of the drift (~1e-9 → ~1e-18, below rounding) and it costs
+  0.9 % of Table 6.2's run at L = 15 where 103 Gauss–Jordan steps with a barrier each cost 3.2 %
+  (lattice_chains_h100v12 and h100v9, stage ``norefresh``). Where max |R| > :data:`REFINE_LIMIT`, for
+  M > 128 and in the simulator, and for a swap whose two single steps are both singular (two-step swaps),
+  the refresh is an in-block Gauss–Jordan elimination with partial pivoting, in place in shared memory
+  (rows by warp, columns by lane; row interchanges undone as column interchanges at the end; the previous
+  A⁻¹ kept in per-chain global scratch for the drift);
 * a measurement forms the parts of G = A⁻¹ Φ(R↑, sites) (M × N_s) and F = Φ(sites, R↓) A⁻¹
   (N_s × M) that ``local_energy`` reads, in per-chain global scratch: F's rows at the sites without an
   up electron, G's columns at the empty sites (listed first, in shared memory; 124 of 226 rows and 22
@@ -75,9 +83,10 @@ GPU design (study 000 §4, on today's hardware)
   (A⁻¹ and the sites, :func:`snapshot_doubles`) to global memory instead of measuring, and
   ``measure_snapshots_gpu`` measures the snapshots with the same device functions, one block per snapshot,
   on a second stream while the chain kernel runs the next chunk of sweeps (:meth:`CudaChains._launch_measured`:
-  chunks of sweeps sized to two 256 MB snapshot buffers; the rebuild schedule counts the call's sweeps,
-  not the launch's). 32 chains leave 100 of an H100's 132 SMs to the measurements; ``measure_on="chain"``
-  measures in the chain's own block, as the thesis does;
+  chunks of sweeps sized to two snapshot buffers of :data:`SNAPSHOT_BUFFER_BYTES`, 372 sweeps at L = 15 for
+  32 chains — each launch ends when its slowest chain does, so longer chunks waste less; the refresh schedule
+  counts the call's sweeps, not the launch's). 32 chains leave 100 of an H100's 132 SMs to the
+  measurements; ``measure_on="chain"`` measures in the chain's own block, as the thesis does;
 * thread 0 counts its clock cycles by phase (:data:`CYCLE_PHASES`: draws, batch sums, decisions,
   updates, rebuilds, measurements; :meth:`CudaChains.cycle_counts`), barrier waits included — where
   a chain's time goes, measured in every launch at the cost of a few instructions per batch — and,
@@ -86,28 +95,31 @@ GPU design (study 000 §4, on today's hardware)
   shuffle with the full mask at a point all 32 lanes reach (no warp-synchronous code: correct on
   Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
   shared-memory trees with barriers (always two per block sum);
-* the kernel wants more registers than a thread may have (255; at the 232-register cap of a 224-thread
-  block the rank-2 kernel spills nothing, the two-step one ~230 B, ptxas for sm_90); larger blocks get a
-  lower cap (``max_registers``, one compiled kernel per cap), lowered further until the compiled kernel
-  takes the block. Its counters are kept in shared memory: in registers, the H100 build capped at 128
+* the kernel wants more registers than a thread may have: up to 8 warps per block may use 255
+  (:func:`default_max_registers`: each scheduler holds the registers of its own warps) and then nothing
+  spills (ptxas for sm_90; at the former 232-register cap of a 224-thread block the kernel with the refresh
+  spilled 132 B and ran 7 % slower); larger blocks get a lower cap (``max_registers``, one compiled kernel
+  per cap), lowered further until the compiled kernel takes the block. Its counters are kept in shared
+  memory: in registers, the H100 build capped at 128
   registers lost the count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v9_2026-11-26.md: 32 chains, 5000 + 5000
-sweeps, rebuild every 100 sweeps): L = 5, 9, 15 in 0.41, 0.87 and 2.66 s with batches of 8, rank-2 swap
-updates, the proposals parsed in parallel and the measurements on the other SMs; 0.43, 0.89 and 3.11 s
-with the CPU's two-step swaps and 0.43, 1.29 and 5.30 s one proposal at a time, in the same run (Tesla
-M2070, bfactor 8: 3.19, 17.37, 309.72 s; the kernel before batches, lattice_chains_h100v4_2026-11-23:
-0.51, 1.40, 6.05 s; with batches but measuring in the chain's block, h100v5: 0.59, 1.20, 3.93 s; rank-2
-swaps with a proposal-by-proposal parse, h100v8: 0.45, 0.97, 2.89 s). Where a sweep's 276 µs go at
-L = 15 (stage ``phases``, thread 0's cycles): draws 159k (of which the warp's parse of 32 draws 92k —
-134k before the parallel parse — and the proposals' records 40k), batch sums 170k, decisions 46k,
-updates 109k, rebuilds 17k, snapshots 2k cycles. The block is latency-bound: at 224 threads (7 warps)
-an instruction issues every ~5–6 cycles per warp (Nsight Compute; lattice_ncu_rank2_h100_2026-11-26
-splits the stall samples by phase), and ptxas loads each tensor-core operand just before its step
-(loading them a trip ahead made the products 9 % faster but the spills slowed the other phases as much:
-lattice_pipelined_attempt_h200_2026-11-26, a kernel that spilled); throughput rises 3.4× from 32 to 132
-chains.
+Measured on an H100 (benchmarks/results/lattice_chains_h100v12_2026-11-26.md: 32 chains, 5000 + 5000
+sweeps, refresh every 100 sweeps): L = 5, 9, 15 in 0.42, 0.86 and 2.51 s with batches of 8, rank-2 swap
+updates, the proposals parsed in parallel, one-pass down updates, the Newton–Schulz refresh and the
+measurements on the other SMs; 0.43, 0.89 and 2.71 s with the CPU's two-step swaps and 0.43, 1.28 and
+5.12 s one proposal at a time, in the same run (Tesla M2070, bfactor 8: 3.19, 17.37, 309.72 s; the kernel
+before batches, lattice_chains_h100v4_2026-11-23: 0.51, 1.40, 6.05 s; h100v9, with Gauss–Jordan rebuilds
+and bfactor 8: 0.41, 0.87, 2.66 s). Where a sweep's 260 µs go at L = 15 (stage ``phases``, thread 0's
+cycles): draws 160k (of which the warp's parse of 32 draws 92k and the proposals' records 42k), batch sums
+177k, decisions 45k, updates 91k, refreshes 4k, snapshots 2k cycles. The block is latency-bound: at 224
+threads (7 warps) an instruction issues every ~5–6 cycles per warp (Nsight Compute;
+lattice_ncu_rank2_h100_2026-11-26 splits the stall samples by phase), and ptxas loads each tensor-core
+operand just before its step (loading them a trip ahead made the products 9 % faster but the spills slowed
+the other phases as much: lattice_pipelined_attempt_h200_2026-11-26, a kernel that spilled); moving work
+between warps did not help (lattice_tuning_h100_2026-11-26: a batch parsed ahead by the warp
+with one tile fewer, one warp parsing while the others wait, four accumulator chains per tile — all
+slower); throughput rises 3.5× from 32 to 132 chains.
 ``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
 
 The tracked algorithm (``CudaChains(..., algorithm="tracked")``, kernel ``run_chains_tracked_gpu``, the
@@ -187,9 +199,20 @@ def available() -> bool:
 
 def default_batch(size: int) -> int:
     """Proposals evaluated together (:class:`CudaChains`'s ``batch``) for a matrix side M = ``size``: 8 at
-    every size measured (an H100, lattice_chains_h100v9_2026-11-26: L = 5, 9, 15 in 0.41, 0.87, 2.66 s with 8
-    against 0.43, 1.29, 5.30 s one at a time, the same build)."""
+    every size measured (an H100, lattice_chains_h100v12_2026-11-26: L = 5, 9, 15 in 0.42, 0.86, 2.51 s with 8
+    against 0.43, 1.28, 5.12 s one at a time, the same build)."""
     return BATCH
+
+
+def default_bfactor(size: int, threads_per_column: int) -> int:
+    """bfactor of :class:`CudaChains` (threads per row of A⁻¹ in the down updates) for a matrix side M =
+    ``size``: the largest of :data:`GROUP_SIZES` with which the block's threads cover every row at once
+    (threads / bfactor ≥ M), 1 if none. Study 000 used 8 and 16; on an H100 the one-pass layouts are faster
+    (lattice_tuning_h100_2026-11-26, the full Table 6.2 workload: L = 15 with T_P = 2 in 2.61, 2.55, 2.50,
+    2.50 s at bfactor 8, 4, 2, 1; L = 9 in 0.868, 0.843, 0.846, 0.856 s; L = 5 in 0.42, 0.41, 0.41, 0.40 s)."""
+    threads = block_threads(size, threads_per_column, 1)
+    fits = [b for b in GROUP_SIZES if threads // b >= size]
+    return max(fits) if fits else 1
 
 
 def block_threads(size: int, threads_per_column: int = 4, bfactor: int = 8) -> int:
@@ -209,6 +232,9 @@ def reduction_ints(threads: int) -> int:
     return threads if simulated() else 32
 
 
+# the largest max |1 − Φ·A⁻¹| that the periodic refresh corrects by one Newton–Schulz step (the error left is
+# about its square); beyond it, Gauss–Jordan from scratch
+REFINE_LIMIT = 1e-6
 TILE = 16  # columns of a measurement tile (Φ rows gathered into shared memory)
 BATCH = 8  # proposals evaluated together against one A⁻¹ (the m = 8 rows of a float64 tensor-core tile)
 BATCH_DOUBLES = 6  # per proposal: decision uniform, A⁻¹[l, k], φ(b, a), φ(a, a), F[s, col_s], y_s
@@ -270,7 +296,10 @@ def measure_shared_bytes(size: int, n_sites: int, threads: int) -> int:
     return 8 * (size * size + TILE * size + reduction_doubles(threads)) + 4 * (2 * size + 4 * n_sites + 2)
 
 
-SNAPSHOT_BUFFER_BYTES = 256 * 2 ** 20  # per buffer of measurement snapshots (two alternate)
+# per buffer of measurement snapshots (two alternate), at most 1/16 of the device's memory: it sets the sweeps per
+# chain launch, and every launch ends when its slowest chain does (an H100, L = 15, 32 chains, 5000 measured
+# sweeps: 1.295 s with 256 MiB, 93 sweeps a launch; 1.260 s with 1 GiB, 372; 1.26 s with 2 and 4 GiB)
+SNAPSHOT_BUFFER_BYTES = 2 ** 30
 MEASURE_THREADS = 224  # at most, per block of measure_snapshots_gpu (uncapped registers: 224 × 255 fit an SM)
 MEASURE_PLACES = ("grid", "chain")
 
@@ -288,11 +317,14 @@ VARIANT_FLAGS = {
 
 
 def default_max_registers(threads: int) -> int:
-    """A first guess of the registers per thread that let a block of ``threads`` launch: about 80 % of
-    64 K / threads (measured on an H100: 416 threads launch with 128, not with 144), a multiple of 8,
-    at most 255 (the kernel would use more than 255). :class:`CudaChains` lowers it further when the
-    compiled kernel says it cannot take the block (``max_threads_per_block``)."""
-    return int(max(32, min(255, (int(0.82 * 65536) // threads) // 8 * 8)))
+    """The registers per thread that let a block of ``threads`` launch: each of an SM's four schedulers has a
+    quarter of the 64 K registers for the warps it holds (warp w on scheduler w mod 4), so ⌈warps / 4⌉ warps
+    share 16 K: 512 / ⌈warps / 4⌉, a multiple of 8, at most 255 (measured on an H100: 416 threads, four
+    warps on a scheduler, launch with 128 and not with 144; 224 threads launch with 255).
+    :class:`CudaChains` lowers it further when the compiled kernel says it cannot take the block
+    (``max_threads_per_block``)."""
+    per_scheduler = -(-max(threads, 32) // 128)
+    return int(max(32, min(255, (512 // per_scheduler) // 8 * 8)))
 
 
 def _dmma():
@@ -1360,6 +1392,134 @@ def kernels(max_registers: int = 255) -> dict:
         dmax, amax = block_max2(dmax, amax, red)
         return dmax / amax
 
+    @dev
+    def refine(A, M, pair, up_site, dn_site, old, tmp, Pm, LD, colf, rowk, ksave, perm, sigma, red, redi):
+        """The periodic refresh of A⁻¹ = X: one Newton–Schulz step against Φ built afresh from the
+        configuration, X ← X + X·R with R = 1 − Φ·X (the error after it is the square of the one before:
+        drift ~1e-9 leaves ~1e-18, below rounding), where max |R| ≤ :data:`REFINE_LIMIT`; otherwise, and in
+        the simulator, Gauss–Jordan (:func:`rebuild`). Returns the drift max |ΔX| / max |X_new| to every
+        thread, as :func:`rebuild`. Φ·X on the tensor cores by 8 rows of Φ staged in ``Pm`` (its zero
+        padding kept), R to the global scratch ``tmp``; X·R by warp over row pairs and lane over columns
+        (M ≤ 128; larger M, Gauss–Jordan)."""
+        if SIM or M > 128:  # (X·R below: four columns of 32 per lane)
+            return rebuild(A, M, pair, up_site, dn_site, old, tmp, colf, rowk, ksave, perm, sigma, red, redi)
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        lane = t & 31
+        warp = t >> 5
+        nw = T >> 5
+        gs = lane >> 2  # the tensor-core fragments' row (of Φ) and k, as in batch_sums_mma
+        q = lane & 3
+        Mu = u32(M)
+        rmax = 0.0
+        r0 = 0
+        while r0 < M:
+            e = t
+            while e < 8 * M:  # rows r0 … r0 + 7 of Φ(R↑, R↓) (zero past the last row)
+                s = e // M
+                col = e - s * M
+                Pm[s * LD + col] = pair[up_site[r0 + s], dn_site[col]] if r0 + s < M else 0.0
+                e += T
+            cuda.syncthreads()
+            ch = u32(warp)
+            while u32(8) * ch < Mu:
+                c1 = u32(8) * ch + u32(gs)
+                d0 = 0.0
+                d1 = 0.0
+                e0 = 0.0
+                e1 = 0.0
+                pa = u32(gs * LD + q)
+                pb = u32(q) * Mu
+                k0 = u32(0)
+                while k0 + u32(8) <= Mu:
+                    a0 = Pm[pa]
+                    a1 = Pm[pa + u32(4)]
+                    b0 = A[pb + c1]
+                    b1 = A[pb + u32(4) * Mu + c1]
+                    d0, d1 = dmma(a0, b0, d0, d1)
+                    e0, e1 = dmma(a1, b1, e0, e1)
+                    pa += u32(8)
+                    pb += u32(8) * Mu
+                    k0 += u32(8)
+                while k0 < Mu:
+                    inside = k0 + u32(q) < Mu
+                    a0 = Pm[pa]
+                    b0 = A[pb + c1] if inside else 0.0
+                    d0, d1 = dmma(a0, b0, d0, d1)
+                    pa += u32(4)
+                    pb += u32(4) * Mu
+                    k0 += u32(4)
+                row = u32(r0) + u32(gs)
+                for v in range(2):
+                    cc = u32(8) * ch + u32(2) * u32(q) + u32(v)
+                    if row < Mu and cc < Mu:
+                        r = (1.0 if row == cc else 0.0) - ((d0 + e0) if v == 0 else (d1 + e1))
+                        tmp[row * Mu + cc] = r
+                        rmax = max(rmax, abs(r))
+                ch += u32(nw)
+            cuda.syncthreads()
+            r0 += 8
+        rmax, _ = block_max2(rmax, 0.0, red)
+        if not rmax <= REFINE_LIMIT:  # (also NaN)
+            return rebuild(A, M, pair, up_site, dn_site, old, tmp, colf, rowk, ksave, perm, sigma, red, redi)
+        dmax = 0.0
+        amax = 0.0
+        i = 2 * warp
+        while i < M:  # rows i, i + 1 of X·R: R's rows from global memory, read once for both
+            i2 = min(i + 1, M - 1)
+            y0 = 0.0
+            y1 = 0.0
+            y2 = 0.0
+            y3 = 0.0
+            z0 = 0.0
+            z1 = 0.0
+            z2 = 0.0
+            z3 = 0.0
+            k = 0
+            while k < M:  # two k per trip, the four global loads of each issued together
+                k2 = min(k + 1, M - 1)
+                base = k * M + lane
+                base2 = k2 * M + lane
+                r0v = tmp[base]
+                r1v = tmp[base + 32] if lane + 32 < M else 0.0
+                r2v = tmp[base + 64] if lane + 64 < M else 0.0
+                r3v = tmp[base + 96] if lane + 96 < M else 0.0
+                s0v = tmp[base2] if k2 > k else 0.0
+                s1v = tmp[base2 + 32] if k2 > k and lane + 32 < M else 0.0
+                s2v = tmp[base2 + 64] if k2 > k and lane + 64 < M else 0.0
+                s3v = tmp[base2 + 96] if k2 > k and lane + 96 < M else 0.0
+                x1 = A[i * M + k]
+                x2 = A[i2 * M + k]
+                u1 = A[i * M + k2]
+                u2 = A[i2 * M + k2]
+                y0 += x1 * r0v + u1 * s0v
+                y1 += x1 * r1v + u1 * s1v
+                y2 += x1 * r2v + u1 * s2v
+                y3 += x1 * r3v + u1 * s3v
+                z0 += x2 * r0v + u2 * s0v
+                z1 += x2 * r1v + u2 * s1v
+                z2 += x2 * r2v + u2 * s2v
+                z3 += x2 * r3v + u2 * s3v
+                k += 2
+            cuda.syncwarp(FULL)  # every lane has read rows i, i + 1 of X before any writes them
+            for c in range(4):
+                col = lane + 32 * c
+                if col < M:
+                    dy = y0 if c == 0 else (y1 if c == 1 else (y2 if c == 2 else y3))
+                    v = A[i * M + col] + dy
+                    A[i * M + col] = v
+                    dmax = max(dmax, abs(dy))
+                    amax = max(amax, abs(v))
+                    if i2 > i:
+                        dz = z0 if c == 0 else (z1 if c == 1 else (z2 if c == 2 else z3))
+                        v = A[i2 * M + col] + dz
+                        A[i2 * M + col] = v
+                        dmax = max(dmax, abs(dz))
+                        amax = max(amax, abs(v))
+            i += 2 * nw
+        dmax, amax = block_max2(dmax, amax, red)
+        return dmax / amax
+
     # --- measurement ---------------------------------------------------------------------------
     @dev
     def tile_product_mma(A, M, rs, ks, out, ro, ao, tile, sites, count, listed, a0):
@@ -2136,7 +2296,7 @@ def kernels(max_registers: int = 255) -> dict:
                 c0 = clock64()
             done_sweeps = sweep0 + sweep + 1  # of the whole call (a call may come in several launches)
             if refresh_every > 0 and (done_sweeps % refresh_every == 0 or done_sweeps == total_sweeps):
-                d = rebuild(A, M, pair, up_site, dn_site, old, tmp, vec, cpy, tile, perm, sigma, red, redi)
+                d = refine(A, M, pair, up_site, dn_site, old, tmp, Pm, LD, vec, cpy, tile, perm, sigma, red, redi)
                 dmax = max(dmax, d)
                 if t == 0:
                     c1 = clock64()
@@ -2778,7 +2938,8 @@ class CudaChains:
 
     ``state``: the chain arrays of :meth:`LatticeRVB.random_configurations`; ``states`` (W, 2) uint64
     streams; ``threads_per_column`` (T_P) and ``bfactor``: the thread layouts of the column (up) and
-    row (down) updates, each in {1, 2, 4, 8, 16, 32} (T_P default :func:`default_threads_per_column`); ``max_registers`` per thread (default
+    row (down) updates, each in {1, 2, 4, 8, 16, 32} (defaults :func:`default_threads_per_column` and
+    :func:`default_bfactor`); ``max_registers`` per thread (default
     :func:`default_max_registers` of the block size; each value compiles its own kernel); ``algorithm``:
     "thesis" (default, the kernel of the module docstring) or "tracked" (F and G kept up to date in
     global scratch between moves: ``run_chains_tracked_gpu``, the twin of
@@ -2788,8 +2949,8 @@ class CudaChains:
     other SMs) or "chain" (the chain's block measures, between its sweeps); the tracked kernel always
     measures in its own block. ``swap_update``: an accepted swap updates A⁻¹ in one rank-2 pass from the
     proposal's numbers ("rank2", the thesis kernel's default: the same algebra as the CPU's, another
-    rounding; a singular swap by the order-free form where the CPU rebuilds; 14 % faster at L = 15 on an
-    H100, lattice_chains_h100v9) or by two Sherman–Morrison steps as the CPU ("sequential", the tracked
+    rounding; a singular swap by the order-free form where the CPU rebuilds; 8 % faster at L = 15 on an
+    H100, lattice_chains_h100v12) or by two Sherman–Morrison steps as the CPU ("sequential", the tracked
     kernel's only form). ``cycle_details``: thread 0 also counts the parts of the draws
     (:data:`CYCLE_DETAILS`; a kernel of its own, so that the timed kernel is not changed by the extra
     clock reads).
@@ -2798,7 +2959,7 @@ class CudaChains:
     backend = "cuda"
 
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
-                 refresh_every: int = REFRESH_EVERY, threads_per_column: int | None = None, bfactor: int = 8,
+                 refresh_every: int = REFRESH_EVERY, threads_per_column: int | None = None, bfactor: int | None = None,
                  max_registers: int | None = None, algorithm: str = "thesis", batch: int | None = None,
                  measure_on: str = "grid", swap_update: str | None = None, cycle_details: bool = False):
         if algorithm not in ALGORITHMS:
@@ -2829,6 +2990,8 @@ class CudaChains:
         self.batch = int(batch)
         if threads_per_column is None:
             threads_per_column = default_threads_per_column(system.size)
+        if bfactor is None and threads_per_column in GROUP_SIZES:
+            bfactor = default_bfactor(system.size, threads_per_column)
         for name, value in (("threads_per_column", threads_per_column), ("bfactor", bfactor)):
             if isinstance(value, bool) or value not in GROUP_SIZES:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, GROUP_SIZES))}, got {value!r}")
@@ -2962,7 +3125,9 @@ class CudaChains:
         w = self._n_chains
         m, n = self.system.size, self.system.n_sites
         row = snapshot_doubles(m, n)
-        chunk = max(1, min(n_sweeps, self.snapshot_buffer_bytes // (8 * w * row)))
+        budget = self.snapshot_buffer_bytes if simulated() else min(
+            self.snapshot_buffer_bytes, c.current_context().get_memory_info()[1] // 16)
+        chunk = max(1, min(n_sweeps, budget // (8 * w * row)))
         if self._snaps is None or self._snaps["chunk"] < chunk:
             blocks = min(chunk * w, 2 * self._device_sms())
             self._snaps = {"chunk": chunk, "buffers": [c.device_array((chunk * w, row)) for _ in range(2)],
