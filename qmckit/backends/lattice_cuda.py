@@ -98,9 +98,9 @@ GPU design (study 000 §4, on today's hardware)
 * the kernel wants more registers than a thread may have: up to 8 warps per block may use 255
   (:func:`default_max_registers`: each scheduler holds the registers of its own warps) and then nothing
   spills (ptxas for sm_90; at the former 232-register cap of a 224-thread block the kernel with the refresh
-  spilled 132 B and ran 7 % slower); larger blocks get a lower cap (``max_registers``, one compiled kernel
-  per cap), lowered further until the compiled kernel takes the block. Its counters are kept in shared
-  memory: in registers, the H100 build capped at 128
+  spilled 132 B and ran 8 % slower, 2.889 against 2.663 s); larger blocks get a lower cap
+  (``max_registers``, one compiled kernel per cap), lowered further until the compiled kernel takes the
+  block. Its counters are kept in shared memory: in registers, the H100 build capped at 128
   registers lost the count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
@@ -1421,6 +1421,8 @@ def kernels(max_registers: int = 255) -> dict:
                 Pm[s * LD + col] = pair[up_site[r0 + s], dn_site[col]] if r0 + s < M else 0.0
                 e += T
             cuda.syncthreads()
+            # batch_sums_mma's loop for one tile at a time (calling batch_sums_mma itself, F to the F buffer with
+            # no z or y wanted, would spare these lines; left as timed in lattice_chains_h100v12)
             ch = u32(warp)
             while u32(8) * ch < Mu:
                 c1 = u32(8) * ch + u32(gs)
