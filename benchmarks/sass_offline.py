@@ -88,11 +88,11 @@ def lattice_report(names, caps, keep: Path | None = None) -> list[dict]:
     f64, i64, u64, boolean = nt.float64, nt.int64, nt.uint64, nt.boolean
     # CudaChains._args of the thesis kernel: pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs,
     # the chain arrays and streams, sweeps, moves, measure, refresh, energies, counts, drift, scratch, F, G,
-    # T_P, bfactor, batch, cycles, snapshots, sweep0, total
+    # T_P, bfactor, batch, cycles, snapshots, sweep0, total, the parse's jumps
     signature = (f64[:, ::1], f64[:, ::1], i64[:, ::1], f64[:, ::1], i64[:, ::1], f64, boolean, i64,
                  i64[:, ::1], i64[:, ::1], i64[:, ::1], i64[:, ::1], f64[:, :, ::1], u64[:, ::1], i64, i64, boolean,
                  i64, f64[:, :, ::1], i64[:, ::1], f64[::1], f64[:, :, ::1], f64[:, ::1], f64[:, ::1], i64, i64, i64,
-                 f64[:, ::1], f64[:, ::1], i64, i64)
+                 f64[:, ::1], f64[:, ::1], i64, i64, u64[:, :, ::1])
     ptxas = Path(os.environ.get("CUDA_HOME", "")) / "bin" / "ptxas"
     ptxas = str(ptxas) if ptxas.exists() else "ptxas"
     rows = []

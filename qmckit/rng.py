@@ -108,6 +108,41 @@ def uniforms(states, w, out):
         out[k] = uniform(states, w)
 
 
+def jump_masks(steps: int) -> np.ndarray:
+    """The generator's state ``steps`` draws on as a linear map over GF(2): a (128, 2) uint64 array whose
+    row r holds two masks (over s0, s1) such that bit r of the new state (bits 0–63: s0, 64–127: s1) is the
+    parity of ``(masks[r, 0] & s0) ^ (masks[r, 1] & s1)`` (xoroshiro128+'s step is xors, shifts and
+    rotations: linear). Lets lanes of a GPU warp start a stream ``steps`` draws ahead without stepping
+    there one draw at a time (``lattice_cuda.parse_batch``)."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    full = (1 << 64) - 1
+
+    def rotl(x, k):
+        return ((x << k) | (x >> (64 - k))) & full
+
+    masks = np.zeros((128, 2), dtype=np.uint64)
+    for j in range(128):  # column j: the image of unit state j
+        s0, s1 = (1 << j, 0) if j < 64 else (0, 1 << (j - 64))
+        for _ in range(int(steps)):
+            s1 ^= s0
+            s0, s1 = rotl(s0, 24) ^ s1 ^ ((s1 << 16) & full), rotl(s1, 37)
+        bits = s0 | (s1 << 64)
+        for r in range(128):
+            if bits >> r & 1:
+                masks[r, j >> 6] |= np.uint64(1 << (j & 63))
+    return masks
+
+
+def jumped_state(masks: np.ndarray, s0: int, s1: int) -> tuple[int, int]:
+    """The state (s0, s1) that :func:`jump_masks`'s ``masks`` map (s0, s1) to (host reference)."""
+    bits = 0
+    for r in range(128):
+        x = (int(masks[r, 0]) & int(s0)) ^ (int(masks[r, 1]) & int(s1))
+        bits |= (bin(x).count("1") & 1) << r
+    return bits & ((1 << 64) - 1), bits >> 64
+
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)

@@ -157,6 +157,7 @@ import numpy as np
 from . import lattice_chains
 from .lattice_chains import N_COUNTERS, REFRESH_EVERY, SINGULAR_RATIO
 from . import cuda_import
+from .. import rng
 
 cuda = None  # numba.cuda, imported on first use
 
@@ -237,6 +238,9 @@ def reduction_ints(threads: int) -> int:
 REFINE_LIMIT = 1e-6
 TILE = 16  # columns of a measurement tile (Φ rows gathered into shared memory)
 BATCH = 8  # proposals evaluated together against one A⁻¹ (the m = 8 rows of a float64 tensor-core tile)
+# draws a lane of the batch parse steps the generator through; the lanes' starts G, 2G, … draws on come by
+# GF(2) jumps (parse_jumps)
+PARSE_GROUP = 16
 BATCH_DOUBLES = 6  # per proposal: decision uniform, A⁻¹[l, k], φ(b, a), φ(a, a), F[s, col_s], y_s
 BATCH_INTS = 9  # per proposal: kind, label, target, k, l, a, b, col_s, row_s
 # the phases of a chain whose clock cycles (thread 0's, barriers included) a launch adds up
@@ -246,6 +250,13 @@ CYCLE_PHASES = ("draws", "batch sums", "decisions", "updates", "rebuilds", "meas
 # of "draws" is the gathers and the barrier
 CYCLE_DETAILS = ("draws: parse", "draws: derive")
 CYCLE_SLOTS = len(CYCLE_PHASES) + len(CYCLE_DETAILS)
+
+
+def parse_jumps() -> np.ndarray:
+    """(32 / :data:`PARSE_GROUP` − 1, 128, 2) uint64: :func:`qmckit.rng.jump_masks` of G, 2G, … draws, for the
+    lanes of ``parse_batch`` (G = 32: none; an empty first axis is given one unused row for the launch)."""
+    steps = range(PARSE_GROUP, 32, PARSE_GROUP)
+    return np.stack([rng.jump_masks(n) for n in steps] or [np.zeros((128, 2), np.uint64)])
 
 
 def batch_stride(size: int) -> int:
@@ -974,6 +985,7 @@ def kernels(max_registers: int = 255) -> dict:
 
     # --- a batch of proposals against one A⁻¹ -----------------------------------------------------
     NB = BATCH
+    PG = PARSE_GROUP
     BD = BATCH_DOUBLES
     BI = BATCH_INTS
     NT = len(CYCLE_PHASES)
@@ -1008,9 +1020,17 @@ def kernels(max_registers: int = 255) -> dict:
         return bdbs[q + 4] if kind == 1 else bdbs[q + 5]
 
     @dev
-    def parse_batch(st, up_at, dn_at, n2, NS, nbmax):
+    def ballot_parity(x):
+        """The parities of the warp's uint64 ``x``, lane i's as bit i of a uint64."""
+        odd = cuda.popc(u32(x & u64(0xFFFFFFFF)) ^ u32(x >> u64(32))) & 1 == 1
+        return u64(u32(cuda.ballot_sync(FULL, odd)))  # (ballot_sync's int32 would sign-extend)
+
+    @dev
+    def parse_batch(st, up_at, dn_at, n2, NS, nbmax, jumps):
         """Up to ``nbmax`` proposals from the stream's next 32 draws, by a whole warp: lane i makes draw i
-        (every lane steps the generator 32 times and keeps its own), reads it as an electron and as a
+        (it starts from the stream G·⌊i/G⌋ draws on, G = :data:`PARSE_GROUP`, by the GF(2) jumps ``jumps`` of
+        :func:`parse_jumps`, whose 128 parities the lanes share out and four ballots gather; then every lane
+        steps the generator G times and keeps its own state), reads it as an electron and as a
         target site with its occupations (ballots), then lane k finds proposal k from the masks (binary
         lifting over "where the next proposal starts"), in the order lattice_chains.propose draws them
         (electron, targets until one has no electron of that spin, decision). Returns (n, e, target, u, s0,
@@ -1021,10 +1041,22 @@ def kernels(max_registers: int = 255) -> dict:
         lane = cuda.threadIdx.x & 31
         b0 = st[0, 0]
         b1 = st[0, 1]
+        for m in range(1, 32 // PG):  # the stream m·G draws on: bit r = parity(jump row r & (b0, b1))
+            r0 = jumps[m - 1, lane, 0] & b0 ^ jumps[m - 1, lane, 1] & b1  # lane computes rows lane + 32q
+            r1 = jumps[m - 1, lane + 32, 0] & b0 ^ jumps[m - 1, lane + 32, 1] & b1
+            r2 = jumps[m - 1, lane + 64, 0] & b0 ^ jumps[m - 1, lane + 64, 1] & b1
+            r3 = jumps[m - 1, lane + 96, 0] & b0 ^ jumps[m - 1, lane + 96, 1] & b1
+            w0 = ballot_parity(r0)
+            w1 = ballot_parity(r1)
+            w2 = ballot_parity(r2)
+            w3 = ballot_parity(r3)
+            if lane // PG == m:
+                st[0, 0] = w0 | (w1 << u64(32))
+                st[0, 1] = w2 | (w3 << u64(32))
         p0 = u64(0)  # the stream before draw `lane`
         p1 = u64(0)
-        for step in range(32):
-            if step == lane:
+        for step in range(PG):
+            if step == lane % PG:
                 p0 = st[0, 0]
                 p1 = st[0, 1]
             next_uint64(st, 0)
@@ -1868,7 +1900,7 @@ def kernels(max_registers: int = 255) -> dict:
 
     def run_chains_gpu(pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs, up_site_g, dn_site_g, up_at_g,
                        dn_at_g, ainv_g, states, n_sweeps, moves_per_sweep, measure, refresh_every, energies, counts,
-                       drift, scratch, Fs, Gs, TP, BF, batch, cycles, snaps, sweep0, total_sweeps):
+                       drift, scratch, Fs, Gs, TP, BF, batch, cycles, snaps, sweep0, total_sweeps, jumps):
         """``n_sweeps`` sweeps of chain ``blockIdx.x`` (see the module docstring), in place; ``batch`` > 1
         evaluates the proposals 8 at a time (see the module docstring), 1 one at a time; cycles (W,
         :data:`CYCLE_SLOTS`) float64 += thread 0's clock cycles by phase (:data:`CYCLE_PHASES`, then
@@ -2015,7 +2047,7 @@ def kernels(max_registers: int = 255) -> dict:
                     ps0 = i64(0)
                     ps1 = i64(0)
                     if not SIM:
-                        nbp, pe, ptg, pu, ps0, ps1 = parse_batch(st, up_at, dn_at, n2, NS, nb)
+                        nbp, pe, ptg, pu, ps0, ps1 = parse_batch(st, up_at, dn_at, n2, NS, nb, jumps)
                     if DRAW_DETAILS and t == 0:
                         c1 = clock64()
                         cyc[6] += float(c1 - c0)
@@ -3042,6 +3074,7 @@ class CudaChains:
         self._G = c.device_array((w, m * n), dtype=np.float64)
         self._no_energies = c.device_array((w, 1, 3), dtype=np.float64)
         self._cycles = c.to_device(np.zeros((w, CYCLE_SLOTS)))
+        self._jumps = c.to_device(parse_jumps())
         self._no_snaps = c.device_array((0, snapshot_doubles(m, n)), dtype=np.float64)
         self._snaps = None  # two buffers of snapshots, their streams and the measuring blocks' F, G scratch
         self.snapshot_buffer_bytes = SNAPSHOT_BUFFER_BYTES  # sets the chunk of sweeps per chain launch
@@ -3060,7 +3093,7 @@ class CudaChains:
     def _args(self, n_sweeps, moves, measure, refresh, energies, counts, drift, snaps=None, sweep0=0, total=None):
         s = self._state
         thesis = (self.batch, self._cycles, self._no_snaps if snaps is None else snaps, int(sweep0),
-                  int(n_sweeps if total is None else total))
+                  int(n_sweeps if total is None else total), self._jumps)
         return (*self._consts, s["up_site"], s["dn_site"], s["up_at"], s["dn_at"], s["ainv"], self._states,
                 int(n_sweeps), int(moves), bool(measure), int(refresh), energies, counts, drift, self._scratch,
                 self._F, self._G, self.threads_per_column, self.bfactor,
@@ -3084,7 +3117,8 @@ class CudaChains:
 
     def kernel_info(self) -> dict:
         """Launch configuration: threads per block, dynamic shared bytes, registers per thread (GPU only)."""
-        info = {"algorithm": self.algorithm, "batch": self.batch, "swap_update": self.swap_update,
+        info = {"algorithm": self.algorithm, "batch": self.batch, "parse_group": PARSE_GROUP,
+                "swap_update": self.swap_update,
                 "cycle_details": self.cycle_details, "threads": self.threads,
                 "shared_bytes": self.shared_bytes,
                 "threads_per_column": self.threads_per_column, "bfactor": self.bfactor,
