@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 
+from qmckit import rng
 from qmckit.backends import lattice_cuda as lc
 from qmckit.systems.lattice_rvb import LatticeRVB
 
@@ -226,6 +227,17 @@ def test_default_layouts_cover_every_row_in_one_pass():
         assert threads // bf >= size and (bf == 32 or threads // (2 * bf) < size)
     assert lc.default_bfactor(200, 1) == 1  # 224 threads cannot give two per row: one
     assert [lc.default_max_registers(t) for t in (64, 224, 256, 288, 416, 832)] == [255, 255, 255, 168, 128, 72]
+
+
+def test_parse_jumps_start_each_lane_group_its_draws_on():
+    """parse_batch's lanes G·m … G·m + G − 1 start from the stream G·m draws on: the jumps it is given are
+    rng.jump_masks of G, 2G, … (the masks themselves are checked against stepping in test_walkers)."""
+    jumps = lc.parse_jumps()
+    group = lc.PARSE_GROUP
+    assert 32 % group == 0 and jumps.dtype == np.uint64
+    assert jumps.shape == (max(32 // group - 1, 1), 128, 2)
+    for m in range(1, 32 // group):
+        assert np.array_equal(jumps[m - 1], rng.jump_masks(m * group))
 
 
 @pytest.mark.parametrize("size", [3, 13, 38, 103, 104, 117])

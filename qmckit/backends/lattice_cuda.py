@@ -45,9 +45,10 @@ GPU design (study 000 §4, on today's hardware)
   until a proposal is accepted the configuration stays, so 8 consecutive proposals of the CPU's stream
   can be evaluated against one A⁻¹, and the first accepted one ends the batch with the stream set back
   to just after its decision — the same Markov chain, proposal for proposal (the twins stay identical).
-  A warp draws a batch in parallel (``parse_batch``: lane i makes draw i of the next 32, ballots give
-  every draw's occupations as a target, and the proposals are parsed from the bit masks in the CPU's
-  order); lane s works out proposal s and the block gathers its rows P_s = φ(xs, R↓) and W_s = φ(R↑, ys)
+  A warp draws a batch in parallel (``parse_batch``: lane i makes draw i of the next 32 — lanes 16–31
+  start 16 draws on by a GF(2) jump of the generator's state, :func:`qmckit.rng.jump_masks`, so that no
+  lane steps more than 16 times —, ballots give every draw's occupations as a target, and the proposals
+  are parsed from the bit masks in the CPU's order); lane s works out proposal s and the block gathers its rows P_s = φ(xs, R↓) and W_s = φ(R↑, ys)
   into shared memory (one barrier). ``batch_sums`` then forms F = P·A⁻¹ (8 × M) on the float64 tensor
   cores (PTX ``mma.sync.m8n8k4.f64``, inline assembly: ``_dmma``) with z_s = Σ_{c≠k} F[s, c] W_s[c]
   and y_s = Σ_c A⁻¹[row_s, c] W_s[c], from which every swap and hop ratio follows as in the one-at-a-
@@ -104,15 +105,15 @@ GPU design (study 000 §4, on today's hardware)
   registers lost the count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v12_2026-11-26.md: 32 chains, 5000 + 5000
-sweeps, refresh every 100 sweeps): L = 5, 9, 15 in 0.42, 0.86 and 2.51 s with batches of 8, rank-2 swap
-updates, the proposals parsed in parallel, one-pass down updates, the Newton–Schulz refresh and the
-measurements on the other SMs; 0.43, 0.89 and 2.71 s with the CPU's two-step swaps and 0.43, 1.28 and
-5.12 s one proposal at a time, in the same run (Tesla M2070, bfactor 8: 3.19, 17.37, 309.72 s; the kernel
-before batches, lattice_chains_h100v4_2026-11-23: 0.51, 1.40, 6.05 s; h100v9, with Gauss–Jordan rebuilds
-and bfactor 8: 0.41, 0.87, 2.66 s). Where a sweep's 260 µs go at L = 15 (stage ``phases``, thread 0's
-cycles): draws 160k (of which the warp's parse of 32 draws 92k and the proposals' records 42k), batch sums
-177k, decisions 45k, updates 91k, refreshes 4k, snapshots 2k cycles. The block is latency-bound: at 224
+Measured on an H100 (benchmarks/results/lattice_chains_h100v13_2026-11-26.md: 32 chains, 5000 + 5000
+sweeps, refresh every 100 sweeps): L = 5, 9, 15 in 0.39, 0.81 and 2.39 s with batches of 8, rank-2 swap
+updates, the proposals parsed in parallel with the 16-draw jump, one-pass down updates, the Newton–Schulz
+refresh and the measurements on the other SMs; 0.41, 0.84 and 2.61 s with the CPU's two-step swaps and
+0.43, 1.27 and 5.03 s one proposal at a time, in the same run (Tesla M2070, bfactor 8: 3.19, 17.37, 309.72
+s; the kernel before batches, lattice_chains_h100v4_2026-11-23: 0.51, 1.40, 6.05 s; h100v12, every lane
+stepping through 32 draws: 0.42, 0.86, 2.51 s). Where a sweep's 250 µs go at L = 15 (stage ``phases``,
+thread 0's cycles): draws 140k (of which the warp's parse of 32 draws 70k, 92k without the jump, and the
+proposals' records 42k), batch sums 180k, decisions 46k, updates 89k, refreshes 4k, snapshots 3k cycles. The block is latency-bound: at 224
 threads (7 warps) an instruction issues every ~5–6 cycles per warp (Nsight Compute;
 lattice_ncu_rank2_h100_2026-11-26 splits the stall samples by phase), and ptxas loads each tensor-core
 operand just before its step (loading them a trip ahead made the products 9 % faster but the spills slowed
@@ -200,8 +201,8 @@ def available() -> bool:
 
 def default_batch(size: int) -> int:
     """Proposals evaluated together (:class:`CudaChains`'s ``batch``) for a matrix side M = ``size``: 8 at
-    every size measured (an H100, lattice_chains_h100v12_2026-11-26: L = 5, 9, 15 in 0.42, 0.86, 2.51 s with 8
-    against 0.43, 1.28, 5.12 s one at a time, the same build)."""
+    every size measured (an H100, lattice_chains_h100v13_2026-11-26: L = 5, 9, 15 in 0.39, 0.81, 2.39 s with 8
+    against 0.43, 1.27, 5.03 s one at a time, the same build)."""
     return BATCH
 
 
@@ -238,8 +239,10 @@ def reduction_ints(threads: int) -> int:
 REFINE_LIMIT = 1e-6
 TILE = 16  # columns of a measurement tile (Φ rows gathered into shared memory)
 BATCH = 8  # proposals evaluated together against one A⁻¹ (the m = 8 rows of a float64 tensor-core tile)
-# draws a lane of the batch parse steps the generator through; the lanes' starts G, 2G, … draws on come by
-# GF(2) jumps (parse_jumps)
+# draws a lane of the batch parse steps the generator through (G); the lanes' starts G, 2G, … draws on come by
+# GF(2) jumps (parse_jumps). An H100, the full Table 6.2 workload, one machine (lattice_tuning_h100_2026-11-26):
+# L = 15 in 2.41 s with G = 16, 2.43 s with 8, 2.50 s with 32 (no jump); L = 9 in 0.81, 0.81, 0.86 s; L = 5
+# in 0.40, 0.40, 0.42 s
 PARSE_GROUP = 16
 BATCH_DOUBLES = 6  # per proposal: decision uniform, A⁻¹[l, k], φ(b, a), φ(a, a), F[s, col_s], y_s
 BATCH_INTS = 9  # per proposal: kind, label, target, k, l, a, b, col_s, row_s
