@@ -1184,12 +1184,60 @@ def kernels(max_registers: int = 255) -> dict:
         return xs, ys
 
     @dev
+    def tile_pair_product(A, Mu, Pm, LD, c1, c2):
+        """(P·A⁻¹)[gs, c] and [gs, c + 1] for this lane's columns in two 8 × 8 column tiles (c1, c2: the lane's
+        column gs of each; c2 = c1 computes one tile twice), P's 8 rows at Pm[s·LD:] zero-padded to a multiple of
+        4, gs = lane / 4: m8n8k4 tensor-core steps down the M = ``Mu`` rows of A⁻¹, two steps per trip with every
+        load first, one P fragment for both tiles, four accumulators (two steps in flight per tile). No
+        predicates on columns: a tile's columns c ≥ M read past the row (finite values in shared memory, A⁻¹'s
+        next row or what follows it) into products that are never used."""
+        lane = cuda.threadIdx.x & 31
+        gs = lane >> 2  # this lane's row of P
+        q = lane & 3  # its k within a step
+        step = u32(4) * Mu
+        d0 = 0.0
+        d1 = 0.0
+        e0 = 0.0
+        e1 = 0.0
+        f0 = 0.0
+        f1 = 0.0
+        g0 = 0.0
+        g1 = 0.0
+        pa = u32(gs * LD + q)
+        pb = u32(q) * Mu
+        k0 = u32(0)
+        while k0 + u32(8) <= Mu:
+            a0 = Pm[pa]
+            a1 = Pm[pa + u32(4)]
+            b0 = A[pb + c1]
+            b1 = A[pb + step + c1]
+            h0 = A[pb + c2]
+            h1 = A[pb + step + c2]
+            d0, d1 = dmma(a0, b0, d0, d1)
+            e0, e1 = dmma(a1, b1, e0, e1)
+            f0, f1 = dmma(a0, h0, f0, f1)
+            g0, g1 = dmma(a1, h1, g0, g1)
+            pa += u32(8)
+            pb += u32(2) * step
+            k0 += u32(8)
+        while k0 < Mu:  # the last steps: rows l ≥ M read as zero (P's padding is zero too)
+            inside = k0 + u32(q) < Mu
+            a0 = Pm[pa]
+            b0 = A[pb + c1] if inside else 0.0
+            h0 = A[pb + c2] if inside else 0.0
+            d0, d1 = dmma(a0, b0, d0, d1)
+            f0, f1 = dmma(a0, h0, f0, f1)
+            pa += u32(4)
+            pb += step
+            k0 += u32(4)
+        return d0 + e0, d1 + e1, f0 + g0, f1 + g1
+
+    @dev
     def batch_sums_mma(A, M, Pm, Wm, Fs, LD, bint, bdb, zp):
         """The sums of a batch's ratios on the tensor cores; ends with a barrier.
 
         F = P·A⁻¹ (8 × M; row s of P = Pm[s·LD:], zero-padded to a multiple of 4) by 8 × 8 column tiles,
-        one warp per tile, m8n8k4 steps down the M rows of A⁻¹ (two accumulators, for two steps in
-        flight); every F[s, c] is written to Fs[s·LD + c] (the column sums of an accepted up step), F[s,
+        tiles ch and ch + nw by warp ch (:func:`tile_pair_product`); every F[s, c] is written to Fs[s·LD + c] (the column sums of an accepted up step), F[s,
         col_s] to bdb[s·BD + 4], and z_s = Σ_{c ≠ col_s} F[s, c] Wm[s·LD + c] by warp to zp[warp·NB + s].
         Then y_s = Σ_c A⁻¹[row_s, c] Wm[s·LD + c] for row_s ≥ 0, one warp per proposal, to bdb[s·BD + 5].
         (col_s, row_s) = bint[s·BI + 7], bint[s·BI + 8], −1 where not needed."""
@@ -1201,58 +1249,20 @@ def kernels(max_registers: int = 255) -> dict:
         q = lane & 3  # its k within a step, and its column pair within a tile
         my_col = bint[gs * BI + 7]
         Mu = u32(M)
-        step = u32(4) * Mu
         z = 0.0
         ch = u32(warp)
-        while u32(8) * ch < Mu:  # column tiles ch and ch + nw together: one P fragment serves both
-            # no predicates on columns: a tile's columns c ≥ M read past the row (finite values in shared
-            # memory, A⁻¹'s next row or the vectors after it) into F columns that are never used; a warp
-            # without a second tile repeats its first
-            c1 = u32(8) * ch + u32(gs)
+        while u32(8) * ch < Mu:  # column tiles ch and ch + nw together
             two = u32(8) * (ch + u32(nw)) < Mu
+            c1 = u32(8) * ch + u32(gs)
             c2 = c1 + u32(8 * nw) if two else c1
-            d0 = 0.0
-            d1 = 0.0
-            e0 = 0.0
-            e1 = 0.0
-            f0 = 0.0
-            f1 = 0.0
-            g0 = 0.0
-            g1 = 0.0
-            pa = u32(gs * LD + q)
-            pb = u32(q) * Mu
-            k0 = u32(0)
-            while k0 + u32(8) <= Mu:  # two k-steps per trip, every load first, four accumulators
-                a0 = Pm[pa]
-                a1 = Pm[pa + u32(4)]
-                b0 = A[pb + c1]
-                b1 = A[pb + step + c1]
-                h0 = A[pb + c2]
-                h1 = A[pb + step + c2]
-                d0, d1 = dmma(a0, b0, d0, d1)
-                e0, e1 = dmma(a1, b1, e0, e1)
-                f0, f1 = dmma(a0, h0, f0, f1)
-                g0, g1 = dmma(a1, h1, g0, g1)
-                pa += u32(8)
-                pb += u32(2) * step
-                k0 += u32(8)
-            while k0 < Mu:  # the last steps: rows l ≥ M read as zero (P's padding is zero too)
-                inside = k0 + u32(q) < Mu
-                a0 = Pm[pa]
-                b0 = A[pb + c1] if inside else 0.0
-                h0 = A[pb + c2] if inside else 0.0
-                d0, d1 = dmma(a0, b0, d0, d1)
-                f0, f1 = dmma(a0, h0, f0, f1)
-                pa += u32(4)
-                pb += step
-                k0 += u32(4)
+            p0, p1, h0, h1 = tile_pair_product(A, Mu, Pm, LD, c1, c2)
             for half in range(2 if two else 1):  # the tiles' F elements (c, c + 1) of row gs
                 c0 = (c1 if half == 0 else c2) - u32(gs) + u32(2) * u32(q)
                 for v in range(2):
                     if half == 0:
-                        fv = (d0 + e0) if v == 0 else (d1 + e1)
+                        fv = p0 if v == 0 else p1
                     else:
-                        fv = (f0 + g0) if v == 0 else (f1 + g1)
+                        fv = h0 if v == 0 else h1
                     cc = c0 + u32(v)
                     if cc < Mu:
                         Fs[gs * LD + cc] = fv
@@ -1456,44 +1466,22 @@ def kernels(max_registers: int = 255) -> dict:
                 Pm[s * LD + col] = pair[up_site[r0 + s], dn_site[col]] if r0 + s < M else 0.0
                 e += T
             cuda.syncthreads()
-            # batch_sums_mma's loop for one tile at a time (calling batch_sums_mma itself, F to the F buffer with
-            # no z or y wanted, would spare these lines; left as timed in lattice_chains_h100v12)
             ch = u32(warp)
-            while u32(8) * ch < Mu:
+            while u32(8) * ch < Mu:  # R's rows r0 … r0 + 7 by column tiles ch and ch + nw, as batch_sums_mma
+                two = u32(8) * (ch + u32(nw)) < Mu
                 c1 = u32(8) * ch + u32(gs)
-                d0 = 0.0
-                d1 = 0.0
-                e0 = 0.0
-                e1 = 0.0
-                pa = u32(gs * LD + q)
-                pb = u32(q) * Mu
-                k0 = u32(0)
-                while k0 + u32(8) <= Mu:
-                    a0 = Pm[pa]
-                    a1 = Pm[pa + u32(4)]
-                    b0 = A[pb + c1]
-                    b1 = A[pb + u32(4) * Mu + c1]
-                    d0, d1 = dmma(a0, b0, d0, d1)
-                    e0, e1 = dmma(a1, b1, e0, e1)
-                    pa += u32(8)
-                    pb += u32(8) * Mu
-                    k0 += u32(8)
-                while k0 < Mu:
-                    inside = k0 + u32(q) < Mu
-                    a0 = Pm[pa]
-                    b0 = A[pb + c1] if inside else 0.0
-                    d0, d1 = dmma(a0, b0, d0, d1)
-                    pa += u32(4)
-                    pb += u32(4) * Mu
-                    k0 += u32(4)
+                c2 = c1 + u32(8 * nw) if two else c1
+                p0, p1, h0, h1 = tile_pair_product(A, Mu, Pm, LD, c1, c2)
                 row = u32(r0) + u32(gs)
-                for v in range(2):
-                    cc = u32(8) * ch + u32(2) * u32(q) + u32(v)
-                    if row < Mu and cc < Mu:
-                        r = (1.0 if row == cc else 0.0) - ((d0 + e0) if v == 0 else (d1 + e1))
-                        tmp[row * Mu + cc] = r
-                        rmax = max(rmax, abs(r))
-                ch += u32(nw)
+                for half in range(2 if two else 1):
+                    for v in range(2):
+                        cc = (c1 if half == 0 else c2) - u32(gs) + u32(2) * u32(q) + u32(v)
+                        if row < Mu and cc < Mu:
+                            fv = (p0 if v == 0 else p1) if half == 0 else (h0 if v == 0 else h1)
+                            r = (1.0 if row == cc else 0.0) - fv
+                            tmp[row * Mu + cc] = r
+                            rmax = max(rmax, abs(r))
+                ch += u32(2 * nw)
             cuda.syncthreads()
             r0 += 8
         rmax, _ = block_max2(rmax, 0.0, red)
