@@ -45,16 +45,15 @@ GPU design (study 000 §4, on today's hardware)
   until a proposal is accepted the configuration stays, so 8 consecutive proposals of the CPU's stream
   can be evaluated against one A⁻¹, and the first accepted one ends the batch with the stream set back
   to just after its decision — the same Markov chain, proposal for proposal (the twins stay identical).
-  A warp draws a batch in parallel (``parse_batch``: lane i makes draw i of the next 32 — lanes 16–31
-  start 16 draws on by a GF(2) jump of the generator's state, :func:`qmckit.rng.jump_masks`, so that no
-  lane steps more than 16 times —, ballots give every draw's occupations as a target, and the proposals
-  are parsed from the bit masks in the CPU's order); lane s works out proposal s and the block gathers its rows P_s = φ(xs, R↓) and W_s = φ(R↑, ys)
-  into shared memory (one barrier). ``batch_sums`` then forms F = P·A⁻¹ (8 × M) on the float64 tensor
-  cores (PTX ``mma.sync.m8n8k4.f64``, inline assembly: ``_dmma``) with z_s = Σ_{c≠k} F[s, c] W_s[c]
-  and y_s = Σ_c A⁻¹[row_s, c] W_s[c], from which every swap and hop ratio follows as in the one-at-a-
-  time path (one barrier); lane s decides proposal s and a ballot finds the first accepted one. An
-  accepted up step takes F's row as its column sums. At L = 15, x ≈ 0.1 (acceptance 6.5 %) a batch
-  covers about 6.4 proposals;
+  A warp draws a batch in parallel (``parse_batch``: lane i makes draw i of the next 32 — lanes 16–31 start 16
+  draws on by a GF(2) jump of the generator's state, :func:`qmckit.rng.jump_masks`, so that no lane steps more
+  than 16 times —, ballots give every draw's occupations as a target, and the proposals are parsed from the bit
+  masks in the CPU's order); lane s works out proposal s and the block gathers its rows P_s = φ(xs, R↓) and
+  W_s = φ(R↑, ys) into shared memory (one barrier). ``batch_sums`` then forms F = P·A⁻¹ (8 × M) on the float64
+  tensor cores (PTX ``mma.sync.m8n8k4.f64``, inline assembly: ``_dmma``) with z_s = Σ_{c≠k} F[s, c] W_s[c] and
+  y_s = Σ_c A⁻¹[row_s, c] W_s[c], from which every swap and hop ratio follows as in the one-at-a-time path (one
+  barrier); lane s decides proposal s and a ballot finds the first accepted one. An accepted up step takes F's
+  row as its column sums. At L = 15, x ≈ 0.1 (acceptance 6.5 %) a batch covers about 6.4 proposals;
 * ``swap_update="rank2"`` (the default; kernels ``run_chains*_rank2``; ``"sequential"``: the CPU's two
   steps, kernels without the suffix): an accepted swap's two steps as one rank-2 pass
   A⁻¹ ← A⁻¹ − X Yᵀ − Z Wᵀ (``swap_rank2``), its vectors from the proposal's F row, W row and z sum and
@@ -113,14 +112,15 @@ refresh and the measurements on the other SMs; 0.41, 0.83 and 2.53 s with the CP
 s; the kernel before batches, lattice_chains_h100v4_2026-11-23: 0.51, 1.40, 6.05 s; h100v12, every lane
 stepping through 32 draws: 0.42, 0.86, 2.51 s). Where a sweep's 248 µs go at L = 15 (stage ``phases``,
 thread 0's cycles): draws 137k (of which the warp's parse of 32 draws 70k, 92k without the jump, and the
-proposals' records 43k), batch sums 178k, decisions 43k, updates 89k, refreshes 4k, snapshots 3k cycles. The block is latency-bound: at 224
-threads (7 warps) an instruction issues every ~5–6 cycles per warp (Nsight Compute;
-lattice_ncu_rank2_h100_2026-11-26 splits the stall samples by phase), and ptxas loads each tensor-core
-operand just before its step (loading them a trip ahead made the products 9 % faster but the spills slowed
-the other phases as much: lattice_pipelined_attempt_h200_2026-11-26, a kernel that spilled); moving work
-between warps did not help (lattice_tuning_h100_2026-11-26: a batch parsed ahead by the warp
+proposals' records 43k), batch sums 178k, decisions 43k, updates 89k, refreshes 4k, snapshots 3k cycles.
+The block is latency-bound: at 224 threads (7 warps) an instruction issues every ~5–6 cycles per warp
+(Nsight Compute; lattice_ncu_rank2_h100_2026-11-26 splits the stall samples by phase), and ptxas loads each
+tensor-core operand just before its step (loading them a trip ahead made the products 9 % faster but the
+spills slowed the other phases as much: lattice_pipelined_attempt_h200_2026-11-26, a kernel that spilled);
+moving work between warps did not help (lattice_tuning_h100_2026-11-26: a batch parsed ahead by the warp
 with one tile fewer, one warp parsing while the others wait, four accumulator chains per tile — all
-slower); throughput rises 3.5× from 32 to 132 chains.
+slower), shortening the chains of dependent steps did (the parse's jump, the refresh's paired tiles);
+throughput rises 3.5× from 32 to 132 chains.
 ``QMCKIT_CUDA_LINEINFO=1`` compiles with source line information for profilers.
 
 The tracked algorithm (``CudaChains(..., algorithm="tracked")``, kernel ``run_chains_tracked_gpu``, the
@@ -1236,11 +1236,12 @@ def kernels(max_registers: int = 255) -> dict:
     def batch_sums_mma(A, M, Pm, Wm, Fs, LD, bint, bdb, zp):
         """The sums of a batch's ratios on the tensor cores; ends with a barrier.
 
-        F = P·A⁻¹ (8 × M; row s of P = Pm[s·LD:], zero-padded to a multiple of 4) by 8 × 8 column tiles,
-        tiles ch and ch + nw by warp ch (:func:`tile_pair_product`); every F[s, c] is written to Fs[s·LD + c] (the column sums of an accepted up step), F[s,
-        col_s] to bdb[s·BD + 4], and z_s = Σ_{c ≠ col_s} F[s, c] Wm[s·LD + c] by warp to zp[warp·NB + s].
-        Then y_s = Σ_c A⁻¹[row_s, c] Wm[s·LD + c] for row_s ≥ 0, one warp per proposal, to bdb[s·BD + 5].
-        (col_s, row_s) = bint[s·BI + 7], bint[s·BI + 8], −1 where not needed."""
+        F = P·A⁻¹ (8 × M; row s of P = Pm[s·LD:], zero-padded to a multiple of 4) by 8 × 8 column tiles, tiles
+        ch and ch + nw by warp ch (:func:`tile_pair_product`); every F[s, c] is written to Fs[s·LD + c] (the
+        column sums of an accepted up step), F[s, col_s] to bdb[s·BD + 4], and z_s = Σ_{c ≠ col_s} F[s, c]
+        Wm[s·LD + c] by warp to zp[warp·NB + s]. Then y_s = Σ_c A⁻¹[row_s, c] Wm[s·LD + c] for row_s ≥ 0, one
+        warp per proposal, to bdb[s·BD + 5]. (col_s, row_s) = bint[s·BI + 7], bint[s·BI + 8], −1 where not
+        needed."""
         t = cuda.threadIdx.x
         lane = t & 31
         warp = t >> 5
@@ -1902,7 +1903,7 @@ def kernels(max_registers: int = 255) -> dict:
 
         Chain arrays as the CPU's (W, …); states (W, 2) uint64; energies (W, n_sweeps, 3) when
         ``measure``; counts (W, 5) += this launch's counts; drift (W,) ← max(drift, rebuild drifts);
-        scratch (W, 2, M²), Fs (W, N_s·M), Gs (W, M·N_s) global scratch.
+        scratch (W, 2, M²), Fs (W, N_s·M), Gs (W, M·N_s) global scratch; jumps: :func:`parse_jumps`.
 
         Every thread draws the same random numbers from its own copy of the chain's stream and takes
         the same decisions (every reduced value reaches every thread identically), so a proposal
