@@ -1445,8 +1445,8 @@ def kernels(max_registers: int = 255) -> dict:
         drift ~1e-9 leaves ~1e-18, below rounding), where max |R| ≤ :data:`REFINE_LIMIT`; otherwise, and in
         the simulator, Gauss–Jordan (:func:`rebuild`). Returns the drift max |ΔX| / max |X_new| to every
         thread, as :func:`rebuild`. Φ·X on the tensor cores by 8 rows of Φ staged in ``Pm`` (its zero
-        padding kept), R to the global scratch ``tmp``; X·R by warp over row pairs and lane over columns
-        (M ≤ 128; larger M, Gauss–Jordan)."""
+        padding kept; gathered as a batch's rows, :func:`gather8`), R to the global scratch ``tmp``; X·R by warp
+        over row pairs and lane over columns (M ≤ 128; larger M, Gauss–Jordan)."""
         if SIM or M > 128:  # (X·R below: four columns of 32 per lane)
             return rebuild(A, M, pair, up_site, dn_site, old, tmp, colf, rowk, ksave, perm, sigma, red, redi)
         t = cuda.threadIdx.x
@@ -1460,12 +1460,17 @@ def kernels(max_registers: int = 255) -> dict:
         rmax = 0.0
         r0 = 0
         while r0 < M:
-            e = t
-            while e < 8 * M:  # rows r0 … r0 + 7 of Φ(R↑, R↓) (zero past the last row)
-                s = e // M
-                col = e - s * M
-                Pm[s * LD + col] = pair[up_site[r0 + s], dn_site[col]] if r0 + s < M else 0.0
-                e += T
+            x1 = up_site[r0 + 1] if r0 + 1 < M else -1  # rows r0 … r0 + 7 of Φ(R↑, R↓) (zero past the last row)
+            x2 = up_site[r0 + 2] if r0 + 2 < M else -1
+            x3 = up_site[r0 + 3] if r0 + 3 < M else -1
+            x4 = up_site[r0 + 4] if r0 + 4 < M else -1
+            x5 = up_site[r0 + 5] if r0 + 5 < M else -1
+            x6 = up_site[r0 + 6] if r0 + 6 < M else -1
+            x7 = up_site[r0 + 7] if r0 + 7 < M else -1
+            j = t
+            while j < M:
+                gather8(pair, dn_site[j], up_site[r0], x1, x2, x3, x4, x5, x6, x7, Pm, LD, j)
+                j += T
             cuda.syncthreads()
             ch = u32(warp)
             while u32(8) * ch < Mu:  # R's rows r0 … r0 + 7 by column tiles ch and ch + nw, as batch_sums_mma
