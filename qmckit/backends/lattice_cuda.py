@@ -104,15 +104,15 @@ GPU design (study 000 §4, on today's hardware)
   registers lost the count of proposed swaps (everything else identical);
 * float64 throughout (the acceptance test too).
 
-Measured on an H100 (benchmarks/results/lattice_chains_h100v14_2026-11-26.md: 32 chains, 5000 + 5000
-sweeps, refresh every 100 sweeps): L = 5, 9, 15 in 0.40, 0.81 and 2.38 s with batches of 8, rank-2 swap
+Measured on an H100 (benchmarks/results/lattice_chains_h100v15_2026-11-26.md: 32 chains, 5000 + 5000
+sweeps, refresh every 100 sweeps): L = 5, 9, 15 in 0.39, 0.80 and 2.36 s with batches of 8, rank-2 swap
 updates, the proposals parsed in parallel with the 16-draw jump, one-pass down updates, the Newton–Schulz
-refresh and the measurements on the other SMs; 0.41, 0.83 and 2.53 s with the CPU's two-step swaps and
-0.43, 1.28 and 4.96 s one proposal at a time, in the same run (Tesla M2070, bfactor 8: 3.19, 17.37, 309.72
+refresh and the measurements on the other SMs; 0.41, 0.83 and 2.52 s with the CPU's two-step swaps and
+0.43, 1.29 and 5.10 s one proposal at a time, in the same run (Tesla M2070, bfactor 8: 3.19, 17.37, 309.72
 s; the kernel before batches, lattice_chains_h100v4_2026-11-23: 0.51, 1.40, 6.05 s; h100v12, every lane
-stepping through 32 draws: 0.42, 0.86, 2.51 s). Where a sweep's 248 µs go at L = 15 (stage ``phases``,
-thread 0's cycles): draws 137k (of which the warp's parse of 32 draws 70k, 92k without the jump, and the
-proposals' records 43k), batch sums 178k, decisions 43k, updates 89k, refreshes 4k, snapshots 3k cycles.
+stepping through 32 draws: 0.42, 0.86, 2.51 s). Where a sweep's 246 µs go at L = 15 (stage ``phases``,
+thread 0's cycles): draws 134k (of which the warp's parse of 32 draws 69k, 92k without the jump, and the
+proposals' records 41k), batch sums 178k, decisions 42k, updates 89k, refreshes 3k, snapshots 2k cycles.
 The block is latency-bound: at 224 threads (7 warps) an instruction issues every ~5–6 cycles per warp
 (Nsight Compute; lattice_ncu_rank2_h100_2026-11-26 splits the stall samples by phase), and ptxas loads each
 tensor-core operand just before its step (loading them a trip ahead made the products 9 % faster but the
@@ -201,8 +201,8 @@ def available() -> bool:
 
 def default_batch(size: int) -> int:
     """Proposals evaluated together (:class:`CudaChains`'s ``batch``) for a matrix side M = ``size``: 8 at
-    every size measured (an H100, lattice_chains_h100v14_2026-11-26: L = 5, 9, 15 in 0.40, 0.81, 2.38 s with 8
-    against 0.43, 1.28, 4.96 s one at a time, the same build)."""
+    every size measured (an H100, lattice_chains_h100v15_2026-11-26: L = 5, 9, 15 in 0.39, 0.80, 2.36 s with 8
+    against 0.43, 1.29, 5.10 s one at a time, the same build)."""
     return BATCH
 
 
