@@ -8,15 +8,17 @@ Quick start::
     result = run.run()
     print(run.estimates()["energy_per_particle"])
 
-Layers (data flow one way): systems → methods → stats → widgets/cli.
+Layers (data flow one way): systems → methods → stats → widgets/cli; see docs/architecture.md.
 """
 from .methods.vmc import VMC
 from .runs import RunConfig, VMCRun
 from .stats import Estimate, estimate, reblock
-from .systems import SYSTEMS, BosonParams, TrappedBosons, make_system
+from .systems import (SYSTEMS, BosonParams, Capabilities, System, TrappedBosons, Unsupported, make_system, parameter,
+                      register)
 from .walkers import Walkers
 
 __version__ = "0.1.0"
 
-__all__ = ["VMC", "RunConfig", "VMCRun", "Estimate", "estimate", "reblock", "SYSTEMS", "BosonParams",
-           "TrappedBosons", "make_system", "Walkers", "__version__"]
+__all__ = ["VMC", "RunConfig", "VMCRun", "Estimate", "estimate", "reblock", "SYSTEMS", "System", "Capabilities",
+           "Unsupported", "parameter", "register", "BosonParams", "TrappedBosons", "make_system", "Walkers",
+           "__version__"]

@@ -6,6 +6,7 @@
     qmckit run atom --element Be --method vmc --dt 0.01 --json
     qmckit run molecule --xyz h2o --basis cc-pvdz --no-jastrow --dt 0.02 --json   # needs qmckit[chem]
     qmckit run helium --n 64 --b 3.07 --method vmc --json
+    qmckit run SYSTEM --help                    # every registered system; flags from its parameter metadata
     qmckit bench helium --n 64,256,512 --backend cpu
 
 Bad input ends with exit status 2 and one line on stderr that names the parameter.
@@ -55,63 +56,26 @@ def _energy_cap(text):
 
 _energy_cap.__name__ = "energy cut (zen, off or a positive number of σ)"
 
-# name in the system's parameter object → (flag, type, help)
-_BEC_PARAMS = {
-    "n": ("--n", int, "number of bosons N (default 20)"),
-    "lam": ("--lam", _finite_float, "trap anisotropy λ = ω_z/ω_⊥ (default 1; the thesis's elliptic trap is 2.8284)"),
-    "a": ("--a", _finite_float, "hard-sphere diameter in a_⊥, ≥ 0 (default 0.00433 = a_Rb; 0 = no interaction)"),
-    "alpha": ("--alpha", _finite_float, "variational α in a_⊥⁻², > 0 (default 0.495)"),
-}
-_BEC_DEFAULTS = {"n": 20, "lam": 1.0, "a": 0.00433, "alpha": 0.495}
-_ATOM_PARAMS = {
-    "element": ("--element", str, "atom: He, Be or Ne (default He)"),
-    "alpha": ("--alpha", _finite_float, "orbital exponent α in bohr⁻¹, > 0 (default: the element's published "
-                                        "optimum, He 1.839, Be 3.925, Ne 9.546)"),
-    "beta": ("--beta", _finite_float, "Padé–Jastrow β in bohr⁻¹, ≥ 0 (default He 0.348, Be 0.109, Ne 0.177)"),
-    "beta_en": ("--beta-en", _finite_float, "β_en of the --en-cusp factor in bohr⁻¹, > 0 (default 2α)"),
-}
-_ATOM_SWITCHES = {"jastrow": "--no-jastrow", "ee": "--no-ee", "en_cusp": "--en-cusp"}
-_MOLECULE_PARAMS = {
-    "xyz": ("--xyz", str, "geometry in Å: a built-in name (h2o, ne, h2, acetic-acid, glycine, benzoic-acid), an .xyz file, or inline "
-                          "'O 0 0 0; H 0 0.76 0.59' (default h2o)"),
-    "basis": ("--basis", str, "Gaussian basis set known to PySCF, used with Cartesian functions (default cc-pvdz)"),
-    "charge": ("--charge", int, "total charge; must leave an even number of electrons (default 0)"),
-    "beta_ee": ("--beta-ee", _finite_float, "β of the e–e Padé–Jastrow term in bohr⁻¹, ≥ 0 (default 4)"),
-    "beta_en": ("--beta-en", _finite_float, "β of the e–n Padé–Jastrow term in bohr⁻¹, > 0 (default 300)"),
-}
-_MOLECULE_SWITCHES = {"jastrow": "--no-jastrow", "jastrow_ee": "--no-ee-jastrow", "jastrow_en": "--no-en-jastrow",
-                      "cusp": "--cusp"}
-_HELIUM_PARAMS = {
-    "n": ("--n", int, "number of ⁴He atoms N, ≥ 2 (default 64)"),
-    "density": ("--density", _finite_float, "number density ρ in Å⁻³, > 0 (default 0.02186, the equilibrium liquid)"),
-    "b": ("--b", _finite_float, "McMillan parameter b of u = −½(b/r)⁵ in Å, ≥ 0 (default 3.07)"),
-    "hbar2_over_m": ("--hbar2-over-m", _finite_float, "ħ²/m in K Å² (default 12.1194, ⁴He)"),
-    "potential": ("--potential", str, "pair potential: hfdb (Aziz HFD-B(HE), default) or none"),
-}
-_HELIUM_SWITCHES = {"tail": "--no-tail"}
-_LATTICE_PARAMS = {
-    "L": ("--L", int, "cluster side: tilted L²+1 sites with L odd (study 000), or L×L with --kind square (default 5)"),
-    "doping": ("--doping", _finite_float, "hole doping x in [0, 1); N_e = 2·round(N_s(1−x)/2) (default 0.1)"),
-    "J": ("--J", _finite_float, "exchange J in units of t, ≥ 0 (default 0.3; 0 with --free)"),
-    "delta": ("--delta", _finite_float, "d-wave variational gap Δ, Δ_k = (Δ/2)(cos k_x − cos k_y), ≥ 0 (default 1.5; "
-                                        "0: projected Fermi sea)"),
-    "mu": ("--mu", _finite_float, "variational chemical potential μ in units of t (default 0)"),
-    "tp_v": ("--tp-v", _finite_float, "variational t′ in the pair function's ξ_k (default 0)"),
-    "tp": ("--tp", _finite_float, "Hamiltonian next-neighbour hopping t′ (default 0)"),
-    "tpp": ("--tpp", _finite_float, "Hamiltonian third-neighbour hopping t″ (default 0)"),
-    "kind": ("--kind", str, "cluster: tilted (L²+1, periodic; default) or square (L×L, antiperiodic in x)"),
-}
-_LATTICE_RUN = {"chains": "--walkers", "steps": "--steps", "equilibration": "--equil", "moves_per_sweep": "--moves",
-                "refresh_every": "--refresh", "block": "--block", "seed": "--seed", "backend": "--backend"}
-# system → (parameter flags, defaults); every parameter is passed to make_system by its name
-_SYSTEM_PARAMS = {"bec": ({k: v[0] for k, v in _BEC_PARAMS.items()}, _BEC_DEFAULTS),
-                  "atom": ({k: v[0] for k, v in _ATOM_PARAMS.items()} | _ATOM_SWITCHES, {"element": "He"}),
-                  "molecule": ({k: v[0] for k, v in _MOLECULE_PARAMS.items()} | _MOLECULE_SWITCHES, {}),
-                  "helium": ({k: v[0] for k, v in _HELIUM_PARAMS.items()} | _HELIUM_SWITCHES, {})}
-# run settings whose sensible default depends on the system (helium: Metropolis moves at study 004's
-# acceptance for VMC; Δτ in K⁻¹ for DMC)
-_RUN_DEFAULTS = {"helium": {"vmc": {"sampler": "brute", "target_acceptance": 0.37, "step": 2.8},
-                            "dmc": {"dt": 0.002}}}
+def _parameter_type(info):
+    """The argparse type of a declared parameter: parses the text; the system validates the value."""
+    if info.kind is int:
+        return int
+    if info.kind is float:
+        return _finite_float
+    return str
+
+
+def _add_system_parameters(parser, system_class) -> None:
+    """One flag per declared parameter of ``system_class`` (help, unit and default from its metadata)."""
+    for info in system_class.parameters():
+        flags = (info.flag, *info.spec.aliases)
+        if info.kind is bool:
+            verb = "leave out" if info.default else "use"
+            parser.add_argument(*flags, dest=info.name, action="store_false" if info.default else "store_true",
+                                default=None, help=f"{verb} {info.spec.help}")
+        else:
+            parser.add_argument(*flags, dest=info.name, type=_parameter_type(info), default=None,
+                                metavar=info.name.upper(), help=info.describe())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,81 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run one QMC calculation", description="Run one QMC calculation.")
     systems = run.add_subparsers(dest="system", metavar="SYSTEM", parser_class=_Parser)
     systems.required = True
-    bec = systems.add_parser("bec", help="hard-sphere bosons in an elliptic harmonic trap (study 002)",
-                             description="Trapped hard-sphere bosons. Lengths in a_⊥, energies in ħω_⊥; "
-                                         "reports energy_per_particle.")
-    for name, (flag, kind, text) in _BEC_PARAMS.items():
-        bec.add_argument(flag, dest=name, type=kind, default=None, help=text)
-    _add_method_options(bec)
-    atom = systems.add_parser("atom", help="He, Be or Ne: hydrogenic orbitals + Padé–Jastrow (study 002)",
-                              description="An atom (He, Be, Ne) with hydrogenic orbitals of effective charge α and "
-                                          "a Padé–Jastrow factor. Lengths in bohr, energies in hartree; reports the "
-                                          "total energy as 'energy'. DMC is fixed-node (moves across a node of ψ_T "
-                                          "are rejected).")
-    for name, (flag, kind, text) in _ATOM_PARAMS.items():
-        atom.add_argument(flag, dest=name, type=kind, default=None, help=text)
-    atom.add_argument("--no-jastrow", dest="jastrow", action="store_false", default=None,
-                      help="leave out the Jastrow factor (ψ_T = D↑ D↓)")
-    atom.add_argument("--no-ee", dest="ee", action="store_false", default=None,
-                      help="leave out the electron–electron repulsion (with --no-jastrow and α = Z: exact, zero variance)")
-    atom.add_argument("--en-cusp", dest="en_cusp", action="store_true", default=None,
-                      help="add the e–n Padé factor exp(−Σ_i (Z − α) r_i/(1 + β_en r_i)) that restores the nuclear "
-                           "cusp of the s orbitals (default off: the study's ψ_T)")
-    _add_method_options(atom)
-    molecule = systems.add_parser(
-        "molecule", help="closed-shell molecule: RHF orbitals in a Gaussian basis + Padé–Jastrow (study 001)",
-        description="A closed-shell molecule with the occupied RHF orbitals of PySCF (Cartesian Gaussian basis) "
-                    "and an optional Padé–Jastrow factor (e–e and e–n terms). Lengths in bohr, energies in "
-                    "hartree (nuclear repulsion included); reports the total energy as 'energy'. Needs the "
-                    "optional 'chem' extra (PySCF). DMC is fixed-node.")
-    for name, (flag, kind, text) in _MOLECULE_PARAMS.items():
-        molecule.add_argument(flag, dest=name, type=kind, default=None, help=text)
-    molecule.add_argument("--no-jastrow", dest="jastrow", action="store_false", default=None,
-                          help="leave out the Jastrow factor: ψ_T = D↑ D↓, whose VMC energy is the RHF energy")
-    molecule.add_argument("--no-ee-jastrow", dest="jastrow_ee", action="store_false", default=None,
-                          help="leave out the e–e Padé term")
-    molecule.add_argument("--no-en-jastrow", dest="jastrow_en", action="store_false", default=None,
-                          help="leave out the e–n Padé term that restores the nuclear cusps")
-    molecule.add_argument("--cusp", dest="cusp", action="store_true", default=None,
-                          help="cusp-corrected orbitals near each nucleus instead of the e–n Padé term (implies "
-                               "--no-en-jastrow); smaller E_L variance and DMC time-step error")
-    _add_method_options(molecule)
-    helium = systems.add_parser(
-        "helium", help="liquid ⁴He: Aziz HFD-B(HE) potential + McMillan Jastrow in a periodic box (study 004)",
-        description="Bulk ⁴He in a cubic periodic box (minimum image, cut-offs at L/2). Lengths in Å, energies in K, "
-                    "DMC time step in K⁻¹; reports energy_per_particle and, for VMC, the potential and both kinetic "
-                    "estimators per particle. VMC defaults to Metropolis moves tuned to acceptance 0.37.")
-    for name, (flag, kind, text) in _HELIUM_PARAMS.items():
-        helium.add_argument(flag, dest=name, type=kind, default=None, help=text)
-    helium.add_argument("--no-tail", dest="tail", action="store_false", default=None,
-                        help="leave out the potential tail correction beyond L/2 (study 004's sample run has none)")
-    _add_method_options(helium)
-    lattice = systems.add_parser(
-        "lattice", help="t–J model: Gutzwiller-projected d-wave RVB state on a square-lattice cluster (study 000)",
-        description="Lattice VMC of the projected d-wave BCS (RVB) state for the t–J model on a tilted L²+1 or square "
-                    "cluster: hops to empty sites and spin swaps, Sherman–Morrison updates. Energies in units of t; "
-                    "reports energy_per_site, kinetic_per_site, exchange_per_site and double_occupancy.")
-    for name, (flag, kind, text) in _LATTICE_PARAMS.items():
-        lattice.add_argument(flag, dest=name, type=kind, default=None, help=text)
-    lattice.add_argument("--free", dest="free", action="store_true", default=None,
-                         help="unprojected free fermions with the Fermi-sea pair function (needs a closed shell; J = 0): "
-                              "every configuration has the exact Fermi-sea energy")
-    lattice.add_argument("--method", choices=["vmc", "dmc"], default="vmc", help="QMC method (vmc only for lattices)")
-    lattice.add_argument("--walkers", dest="chains", type=_positive_int, default=None,
-                         help="Markov chains (default 32, study 000's nMarkov)")
-    lattice.add_argument("--steps", type=_positive_int, default=None, help="measured sweeps per chain (default 1000)")
-    lattice.add_argument("--equil", dest="equilibration", type=int, default=None,
-                         help="equilibration sweeps (default max(50, steps/5))")
-    lattice.add_argument("--moves", dest="moves_per_sweep", type=_positive_int, default=None,
-                         help="proposals per sweep (default N_e)")
-    lattice.add_argument("--refresh", dest="refresh_every", type=_positive_int, default=None,
-                         help="sweeps between rebuilds of A⁻¹ from scratch (default 100, and one after every block)")
-    lattice.add_argument("--block", type=_positive_int, default=None, help="sweeps per block / checkpoint")
-    lattice.add_argument("--seed", type=int, default=None, help="random seed, ≥ 0 (default 0)")
-    lattice.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default cpu)")
-    lattice.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    lattice.add_argument("--checkpoint", metavar="FILE", default=None, help="write an HDF5 checkpoint after every block")
-    lattice.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
+    from .systems import SYSTEMS
+
+    for name, system_class in SYSTEMS.items():
+        sub = systems.add_parser(name, help=system_class.title, description=system_class.description)
+        _add_system_parameters(sub, system_class)
+        if system_class.kind == "lattice":
+            _add_lattice_options(sub)
+        else:
+            _add_method_options(sub)
 
     bench = commands.add_parser("bench", help="time a study's kernels on this machine",
                                 description="Time a study's kernels on this machine and print a table.")
@@ -251,6 +149,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# lattice run settings (LatticeRunConfig field → flag)
+_LATTICE_RUN = {"chains": "--walkers", "steps": "--steps", "equilibration": "--equil", "moves_per_sweep": "--moves",
+                "refresh_every": "--refresh", "block": "--block", "seed": "--seed", "backend": "--backend"}
+
+
+def _add_lattice_options(p):
+    p.add_argument("--method", choices=["vmc", "dmc"], default="vmc", help="QMC method (vmc only for lattices)")
+    p.add_argument("--walkers", dest="chains", type=_positive_int, default=None,
+                   help="Markov chains (default 32, study 000's nMarkov)")
+    p.add_argument("--steps", type=_positive_int, default=None, help="measured sweeps per chain (default 1000)")
+    p.add_argument("--equil", dest="equilibration", type=int, default=None,
+                   help="equilibration sweeps (default max(50, steps/5))")
+    p.add_argument("--moves", dest="moves_per_sweep", type=_positive_int, default=None,
+                   help="proposals per sweep (default N_e)")
+    p.add_argument("--refresh", dest="refresh_every", type=_positive_int, default=None,
+                   help="sweeps between rebuilds of A⁻¹ from scratch (default 100, and one after every block)")
+    p.add_argument("--block", type=_positive_int, default=None, help="sweeps per block / checkpoint")
+    p.add_argument("--seed", type=int, default=None, help="random seed, ≥ 0 (default 0)")
+    p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default cpu)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--checkpoint", metavar="FILE", default=None, help="write an HDF5 checkpoint after every block")
+    p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
+
+
 def _add_method_options(p):
     p.add_argument("--method", choices=["vmc", "dmc"], default=None, help="QMC method (default vmc)")
     p.add_argument("--sampler", choices=["drift", "brute"], default=None,
@@ -300,13 +222,15 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _flag_for(message: str) -> str:
+def _flag_for(message: str, system_class=None) -> str:
     """Turn 'alpha must be …' into '--alpha must be …' so the message names the CLI flag."""
     name = message.split(" ", 1)[0]
-    flags = {k: v[0] for k, v in _BEC_PARAMS.items()} | _SYSTEM_PARAMS["atom"][0] | _SYSTEM_PARAMS["molecule"][0] | {
-        "equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
-        "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every"}
-    flags |= _SYSTEM_PARAMS["helium"][0] | {k: v[0] for k, v in _LATTICE_PARAMS.items()} | _LATTICE_RUN
+    flags = {"equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
+             "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every"}
+    if system_class is not None:
+        flags |= {info.name: info.flag for info in system_class.parameters()}
+        if system_class.kind == "lattice":
+            flags |= _LATTICE_RUN
     if name in flags:
         return flags[name] + message[len(name):]
     if name in _RUN_KEYS:
@@ -314,15 +238,32 @@ def _flag_for(message: str) -> str:
     return message
 
 
+def _given_parameters(args, system_class) -> dict:
+    """The system parameters given on the command line, with the CLI's implied settings added."""
+    given = {info.name: getattr(args, info.name) for info in system_class.parameters()
+             if getattr(args, info.name) is not None}
+    for name, implied in system_class.cli_implies.items():
+        if given.get(name):
+            for other, value in implied.items():
+                given.setdefault(other, value)
+    return given
+
+
+def _clashes(given: dict, saved: dict, flags: dict) -> str | None:
+    """The flags whose given value differs from a checkpoint's, as text (None when all agree)."""
+    names = [k for k, v in given.items() if saved.get(k) != v]
+    return ", ".join(flags.get(k, "--" + k) for k in names) if names else None
+
+
 def _run(args) -> int:
-    if args.system == "lattice":
-        return _run_lattice(args)
+    from .systems import SYSTEMS
+
+    system_class = SYSTEMS[args.system]
+    if system_class.kind == "lattice":
+        return _run_lattice(args, system_class)
     from .runs import RunConfig, make_run, resume_run
 
-    param_flags, param_defaults = _SYSTEM_PARAMS[args.system]
-    given_params = {k: getattr(args, k) for k in param_flags if getattr(args, k) is not None}
-    if given_params.get("cusp"):  # the corrected orbitals carry the nuclear cusp; the e–n term would double it
-        given_params.setdefault("jastrow_en", False)
+    given_params = _given_parameters(args, system_class)
     given_run = {k: getattr(args, k) for k in _RUN_KEYS if getattr(args, k, None) is not None}
     try:
         if args.resume:
@@ -330,19 +271,20 @@ def _run(args) -> int:
                 return _fail(f"--resume: no checkpoint file {args.resume!r}")
             run = resume_run(args.resume)
             saved = run.config
-            clashes = [k for k, v in given_params.items() if saved.params.get(k) != v]
-            clashes += [k for k, v in given_run.items() if getattr(saved, k) != v]
-            if clashes:
-                named = ", ".join(param_flags.get(c, "--" + c) for c in clashes)
+            flags = {info.name: info.flag for info in system_class.parameters()}
+            named = _clashes(given_params, saved.params, flags) or _clashes(given_run, vars(saved), {})
+            if saved.system != args.system:
+                return _fail(f"--resume: the checkpoint holds a {saved.system} run, not {args.system}")
+            if named:
                 return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
         else:
-            run_defaults = _RUN_DEFAULTS.get(args.system, {}).get(given_run.get("method", "vmc"), {})
+            run_defaults = system_class.run_defaults.get(given_run.get("method", "vmc"), {})
             if "sampler" in given_run:  # a chosen sampler brings its own defaults
                 run_defaults = {k: v for k, v in run_defaults.items() if k == "dt"}
-            config = RunConfig(system=args.system, params=param_defaults | given_params, **(run_defaults | given_run))
+            config = RunConfig(system=args.system, params=given_params, **(run_defaults | given_run))
             run = make_run(config, checkpoint_path=args.checkpoint)
     except ValueError as err:
-        return _fail(_flag_for(str(err)))
+        return _fail(_flag_for(str(err), system_class))
     except ImportError as err:  # an optional dependency (PySCF for molecules): one line naming the extra
         return _fail(str(err).splitlines()[0] if str(err) else type(err).__name__)
 
@@ -365,30 +307,26 @@ def _progress_printer(enabled: bool):
     return progress
 
 
-def _run_lattice(args) -> int:
+def _run_lattice(args, system_class) -> int:
     from .methods.lattice_vmc import LatticeRun, LatticeRunConfig, resume_lattice_run
 
     if args.method != "vmc":
         return _fail(f"--method: lattice runs support vmc only, got {args.method!r}")
-    given_params = {k: getattr(args, k) for k in (*_LATTICE_PARAMS, "free") if getattr(args, k) is not None}
-    if given_params.get("free") and "J" not in given_params:
-        given_params["J"] = 0.0
+    given_params = _given_parameters(args, system_class)
     given_run = {k: getattr(args, k) for k in _LATTICE_RUN if getattr(args, k) is not None}
     try:
         if args.resume:
             if not os.path.exists(args.resume):
                 return _fail(f"--resume: no checkpoint file {args.resume!r}")
             run = resume_lattice_run(args.resume)
-            clashes = [k for k, v in given_params.items() if run.config.params.get(k) != v]
-            clashes += [k for k, v in given_run.items() if getattr(run.config, k) != v]
-            if clashes:
-                named = ", ".join((_LATTICE_PARAMS[c][0] if c in _LATTICE_PARAMS else _LATTICE_RUN.get(c, "--" + c))
-                                  for c in clashes)
+            flags = {info.name: info.flag for info in system_class.parameters()} | _LATTICE_RUN
+            named = _clashes(given_params, run.config.params, flags) or _clashes(given_run, vars(run.config), flags)
+            if named:
                 return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
         else:
             run = LatticeRun(LatticeRunConfig(params=given_params, **given_run), checkpoint_path=args.checkpoint)
     except ValueError as err:
-        return _fail(_flag_for(str(err)))
+        return _fail(_flag_for(str(err), system_class))
     show = not args.json and sys.stderr.isatty()
     result = run.run(_progress_printer(show))
     if show:

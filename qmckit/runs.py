@@ -22,6 +22,7 @@ from .methods.vmc import SAMPLERS, VMC, variant_flags
 from .observables import DensityHistogram, density_summary
 from .stats import estimate
 from .systems import make_system
+from .systems.protocol import Unsupported, require
 from .walkers import Walkers
 
 BACKENDS = ("auto", "cpu", "cuda")
@@ -116,7 +117,12 @@ class RunConfig:
                                  f"integer, got {value!r}")
         # validate the physics parameters now, so bad input fails before any work
         system = make_system(self.system, **self.params)
+        if system.kind != "continuum":
+            raise Unsupported(f"system {self.system!r} is a {system.kind} system: RunConfig runs continuum walkers "
+                              f"(lattice chains: qmckit.methods.lattice_vmc.LatticeRun)")
         self.params = system.params.as_dict()
+        if self.green == "all":
+            require(system, "green_all", "green 'all' (study 002's all-particle Green's function)")
         if self.backend == "cuda":
             from .backends.cuda_driver import cuda_available, sweeper_class
 
@@ -166,7 +172,7 @@ class _Run:
         self.config = config
         self.checkpoint_path = checkpoint_path
         self.system = make_system(config.system, **config.params)
-        if config.method == "dmc" and hasattr(self.system, "for_dmc"):
+        if config.method == "dmc":
             self.system = self.system.for_dmc()  # fixed node (equilibration too): no moves across a node of ψ_T
         seq = np.random.SeedSequence(config.seed)
         start_seq, walker_seq, self._branch_seq = seq.spawn(3)
@@ -327,7 +333,7 @@ class VMCRun(_Run):
     def __init__(self, config: RunConfig, checkpoint_path=None):
         super().__init__(config, checkpoint_path)
         # systems with more estimators than E_L (helium: V, T_lap, T_grad) measure them all at once
-        self.observables = tuple(getattr(self.system, "observable_names", ()))[1:]
+        self.observables = self.system.capabilities.observables
         if self.observables and self.backend != "cpu":
             raise ValueError(f"backend {self.backend}: system {config.system!r} runs VMC on the cpu backend only")
         self.series_names += tuple(f"obs_{name}" for name in self.observables)

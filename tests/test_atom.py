@@ -54,7 +54,7 @@ def test_params_defaults_and_validation():
             AtomParams(**kwargs)
     system = Atom(element="He")
     assert system.energy_key == "energy" and system.energy_scale() == 1.0 and system.n_particles == 2
-    assert system.cuda_sweeper == "qmckit.backends.cuda_atom:CudaAtomSweeper"  # GPU kernels: tests/test_cuda_atom.py
+    assert system.capabilities.gpu == "qmckit.backends.cuda_atom:CudaAtomSweeper"  # GPU kernels: tests/test_cuda_atom.py
     assert system.kernel_params[5] == 0.0 and system.for_dmc().kernel_params[5] == 1.0
     assert system.for_dmc().params == system.params
 

@@ -278,7 +278,7 @@ def test_import_without_gpu_and_registration():
     from qmckit.systems.atom import Atom
 
     assert cuda_atom.available() is False  # no GPU on development and CI machines
-    assert Atom.cuda_sweeper == "qmckit.backends.cuda_atom:CudaAtomSweeper"
+    assert Atom.capabilities.gpu == "qmckit.backends.cuda_atom:CudaAtomSweeper"
     assert "VMC.sweep" in cuda_atom.CudaAtomSweeper.__doc__
 
 

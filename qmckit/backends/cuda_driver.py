@@ -1,7 +1,7 @@
 """A VMC driver whose sweeps run on the GPU: the same interface as :class:`qmckit.methods.vmc.VMC`.
 
 Runs (:mod:`qmckit.runs`) and DMC (:mod:`qmckit.methods.dmc`) drive either one. The system names
-its GPU sweeper in ``cuda_sweeper`` ("module:Class"); the sweeper keeps the walkers on the device
+its GPU sweeper in ``capabilities.gpu`` ("module:Class"); the sweeper keeps the walkers on the device
 and :meth:`CudaVMC.sync` copies them back into the host :class:`~qmckit.walkers.Walkers` (before a
 checkpoint, or before DMC branching). Study 002's Metropolis variants exist only on the CPU.
 """
@@ -17,7 +17,7 @@ from ..rng import fork_from
 
 def sweeper_class(system):
     """The GPU sweeper class of ``system`` (ValueError if it has none)."""
-    path = getattr(system, "cuda_sweeper", None)
+    path = system.capabilities.gpu
     if not path:
         raise ValueError(f"backend cuda: no GPU kernels for system {system.name!r}")
     module, name = path.split(":")
@@ -27,7 +27,7 @@ def sweeper_class(system):
 def cuda_available(system) -> bool:
     """Whether ``system`` has GPU kernels and a real CUDA GPU is present."""
     try:
-        module = importlib.import_module(system.cuda_sweeper.split(":")[0])
+        module = importlib.import_module(system.capabilities.gpu.split(":")[0])
     except (AttributeError, ImportError):
         return False
     return bool(module.available())

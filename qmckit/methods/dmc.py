@@ -83,9 +83,9 @@ class DMC:
     energy_cap, drift_cap : limit E_L in the branching factor / the drift (see module doc)
     seed : seed of the branching stream (int or ``numpy.random.SeedSequence``)
     driver : a VMC-like driver to move the walkers (default: a CPU :class:`VMC` on ``walkers``). For a
-        system with a ``for_dmc()`` method (fermions: fixed-node rejection of node crossings) the
-        default driver is built on ``system.for_dmc()``; a driver passed here must already have been
-        built on ``system.for_dmc()`` (as :class:`~qmckit.runs.DMCRun` does)
+        system with capability ``fixed_node`` (fermions: node crossings rejected) the default driver is
+        built on ``system.for_dmc()``; a driver passed here must already have been built on
+        ``system.for_dmc()`` (as :class:`~qmckit.runs.DMCRun` does)
     variants : study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
         passed to :class:`~qmckit.methods.vmc.VMC`
     """
@@ -111,8 +111,7 @@ class DMC:
             raise ValueError(f"energy_cap must be True, False or a positive number of σ, got {energy_cap!r}")
         self.energy_cap = energy_cap
         if driver is None:
-            if hasattr(system, "for_dmc"):  # fixed node: the system rejects moves that change the sign of ψ_T
-                system = self.system = system.for_dmc()
+            system = self.system = system.for_dmc()  # fixed node: moves that change the sign of ψ_T are rejected
             driver = VMC(system, walkers, sampler="drift", dt=dt, drift_cap=drift_cap, **variants)
         elif driver.sampler != "drift" or driver.dt != self.dt:
             raise ValueError("driver must use the drift sampler with the DMC time step")

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import rng as _rng
 from ..backends.specialise import specialise
+from ..systems.protocol import require
 
 SAMPLERS = ("brute", "drift")
 _BRUTE, _DRIFT = 0, 1
@@ -172,7 +173,7 @@ class VMC:
     ----------
     sampler : "brute" | "drift"
     dt : time step Δt of the drift sampler (system time unit; 1/ω_⊥ for trapped bosons). A system with an
-        ``hbar2_over_m`` attribute (helium: K Å², time in K⁻¹) diffuses with variance (ħ²/m) Δt per
+        ``hbar2_over_m`` ≠ 1 (helium: K Å², time in K⁻¹) diffuses with variance (ħ²/m) Δt per
         component; the others use units with ħ²/m = 1
     step : initial side of the brute-force displacement cube (system length unit)
     target_acceptance : acceptance the brute-force step is tuned to during equilibration
@@ -202,8 +203,10 @@ class VMC:
         self.target_acceptance = target_acceptance
         self.drift_cap = bool(drift_cap)
         self.variant = variant_flags(green, accept_uniform, hard_core)
+        if self.variant & VARIANT_ALL_PARTICLE_GF:
+            require(system, "green_all", "green 'all' (study 002's all-particle Green's function)")
         self._p = system.kernel_params
-        self._hbar2_over_m = float(getattr(system, "hbar2_over_m", 1.0))
+        self._hbar2_over_m = float(system.hbar2_over_m)
         self._kernels = kernels_for(type(system))
         self.recompute()
 

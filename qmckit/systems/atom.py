@@ -75,7 +75,7 @@ from dataclasses import asdict, dataclass
 import numba as nb
 import numpy as np
 
-from .protocol import SystemKernels
+from .protocol import Capabilities, Kernels, System, parameter, validate
 from .slater import _mat, _mat3, det_ratio, invert, sherman_morrison_row
 
 ENERGY_KEY = "energy"
@@ -106,60 +106,39 @@ EN_CUSP_CODE = True
 _PRINCIPAL = (1, 2, 2, 2, 2)  # principal quantum number of orbital j
 
 
-def _is_number(value) -> bool:
-    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
-
-
 @dataclass(frozen=True)
 class AtomParams:
-    """Parameters of an atom with hydrogenic orbitals and a Padé–Jastrow factor.
+    """Parameters of an atom with hydrogenic orbitals and a Padé–Jastrow factor (metadata on each field).
 
-    element  "He", "Be" or "Ne" (Z = N = 2, 4, 10 electrons, spin-balanced)
-    alpha    effective orbital charge α, in bohr⁻¹ (> 0; default: Sandsdalen's optimum for the element,
-             He 1.839, Be 3.925, Ne 9.546; α = Z is the bare hydrogenic value)
-    beta     Padé–Jastrow β, in bohr⁻¹ (≥ 0; default He 0.348, Be 0.109, Ne 0.177)
-    jastrow  include the Jastrow factor (True) or not
-    ee       include the electron–electron repulsion Σ 1/r_ij in H (True) or not
-    en_cusp  include the one-body e–n Padé factor exp(−Σ_i c r_i/(1 + β_en r_i)), c = Z − α, which
-             restores the nuclear cusp of the s electrons (default False: the study's ψ_T)
-    beta_en  β_en of that factor, in bohr⁻¹ (> 0; default 2α, see the module docstring); only
-             used with ``en_cusp``. The default is resolved here, so a copy made from ``as_dict()``
-             with another α keeps this β_en (c = Z − α always follows α)
+    ``alpha`` and ``beta`` default to Sandsdalen's optimum for the element. ``beta_en`` left at None
+    stays None here and follows α (:attr:`effective_beta_en` = 2α, see the module docstring), so a copy
+    made from ``as_dict()`` with another α keeps the rule (c = Z − α always follows α).
     """
 
-    element: str = "He"
-    alpha: float | None = None
-    beta: float | None = None
-    jastrow: bool = True
-    ee: bool = True
-    en_cusp: bool = False
-    beta_en: float | None = None
+    element: str = parameter("He", help="the atom (Z = N electrons, spin-balanced)", choices=tuple(ELEMENTS))
+    alpha: float | None = parameter(None, unit="bohr⁻¹", help="orbital exponent (effective charge) α; α = Z is "
+                                    "the bare hydrogenic value", low=0.0, low_open=True, variational=True,
+                                    default_text="the element's published optimum, He 1.839, Be 3.925, Ne 9.546")
+    beta: float | None = parameter(None, unit="bohr⁻¹", help="Padé–Jastrow β", low=0.0, variational=True,
+                                   default_text="He 0.348, Be 0.109, Ne 0.177")
+    jastrow: bool = parameter(True, help="the Jastrow factor (without it ψ_T = D↑ D↓)")
+    ee: bool = parameter(True, help="the electron–electron repulsion (without it, and without the Jastrow "
+                         "factor, α = Z is exact: zero variance)")
+    en_cusp: bool = parameter(False, help="the e–n Padé factor exp(−Σ_i (Z − α) r_i/(1 + β_en r_i)) that "
+                              "restores the nuclear cusp of the s orbitals (off: the study's ψ_T)")
+    beta_en: float | None = parameter(None, unit="bohr⁻¹", help="β_en of the en_cusp factor", low=0.0,
+                                      low_open=True, default_text="2α")
 
     def __post_init__(self):
-        element = self.element
-        if isinstance(element, str):
-            element = {k.lower(): k for k in ELEMENTS}.get(element.strip().lower(), element)
-        if element not in ELEMENTS:
-            raise ValueError(f"element must be one of {', '.join(ELEMENTS)}, got {self.element!r}")
-        object.__setattr__(self, "element", element)
-        _, alpha0, beta0 = ELEMENTS[element]
-        alpha = self.alpha if self.alpha is not None else alpha0
-        for name, default, strict in (("alpha", alpha0, True), ("beta", beta0, False), ("beta_en", None, True)):
-            value = getattr(self, name)
-            if value is None:
-                value = default
-            if value is None:  # β_en left at its default follows α (resolved in effective_beta_en)
-                continue
-            if not _is_number(value) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-            if (value <= 0) if strict else (value < 0):
-                raise ValueError(f"{name} must be {'>' if strict else '≥'} 0, got {value!r}")
-            object.__setattr__(self, name, float(value))
-        for name in ("jastrow", "ee", "en_cusp"):
-            value = getattr(self, name)
-            if not isinstance(value, (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {value!r}")
-            object.__setattr__(self, name, bool(value))
+        if isinstance(self.element, str):  # any capitalisation of a known symbol
+            object.__setattr__(self, "element", {k.lower(): k for k in ELEMENTS}.get(self.element.strip().lower(),
+                                                                                     self.element))
+        validate(self)
+        _, alpha0, beta0 = ELEMENTS[self.element]
+        if self.alpha is None:
+            object.__setattr__(self, "alpha", alpha0)
+        if self.beta is None:
+            object.__setattr__(self, "beta", beta0)
 
     @property
     def z(self) -> int:
@@ -579,24 +558,48 @@ def other_drift_change(R, p, cache, i, r_new, dt):
     return 0.5 * dt * total
 
 
-KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
-                        accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
-                        other_drift_change=other_drift_change)
+@nb.njit(cache=True)
+def potential(R, p):
+    """V(R) in E_h: −Z Σ_i 1/r_i, plus Σ_{i<j} 1/r_ij unless the e–e repulsion is off."""
+    N = R.shape[0]
+    total = 0.0
+    for i in range(N):
+        total -= p[P_Z] / math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2)
+        if p[P_EE] != 0.0:
+            for l in range(i + 1, N):
+                total += 1.0 / math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2
+                                         + (R[i, 2] - R[l, 2]) ** 2)
+    return total
 
 
-class Atom:
+KERNELS = Kernels(recompute=recompute, gradient=gradient, test_move=test_move, accept_move=accept_move,
+                  local_energy=local_energy, log_psi=log_psi, other_drift_change=other_drift_change,
+                  potential=potential)
+
+
+class Atom(System):
     """An atom (He, Be, Ne) for the generic VMC and DMC drivers; reports the total ``energy`` in E_h."""
 
     name = "atom"
+    title = "He, Be or Ne: hydrogenic orbitals + Padé–Jastrow (study 002)"
+    description = ("An atom (He, Be, Ne) with hydrogenic orbitals of effective charge α and a Padé–Jastrow "
+                   "factor. Lengths in bohr, energies in hartree, time in ħ/E_h; reports the total energy as "
+                   "'energy'. DMC is fixed-node (moves across a node of ψ_T are rejected).")
+    Params = AtomParams
     dim = 3
     energy_key = ENERGY_KEY
     energy_unit = ENERGY_UNIT
+    length_unit = "bohr"
+    time_unit = "ħ/E_h"
     kernels = KERNELS
-    # GPU sweeper (one thread per walker; the kernels above compiled as CUDA device functions)
-    cuda_sweeper = "qmckit.backends.cuda_atom:CudaAtomSweeper"
+    # GPU sweeper: one thread per walker, the kernels above compiled as CUDA device functions
+    capabilities = Capabilities(fixed_node=True, gpu="qmckit.backends.cuda_atom:CudaAtomSweeper", green_all=True)
+    # no Jastrow, no e–e repulsion, α = Z: a product of hydrogenic determinants, E = −Σ Z²/(2n²)
+    exact_cases = tuple((dict(element=e, alpha=float(ELEMENTS[e][0]), jastrow=False, ee=False), energy)
+                        for e, energy in (("He", -4.0), ("Be", -20.0), ("Ne", -200.0)))
 
     def __init__(self, params: AtomParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
-        self.params = params if params is not None else AtomParams(**kwargs)
+        super().__init__(params, **kwargs)
         self.reject_node_crossing = bool(reject_node_crossing)
 
     def __repr__(self):

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 import numba as nb
 import numpy as np
 
-from .protocol import SystemKernels
+from .protocol import Capabilities, Kernels, System, parameter, validate
 
 ENERGY_KEY = "energy_per_particle"
 ENERGY_UNIT = "ħω_⊥"
@@ -44,32 +44,19 @@ _FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 
 @dataclass(frozen=True)
 class BosonParams:
-    """Parameters of trapped hard-sphere bosons.
+    """Parameters of trapped hard-sphere bosons (the metadata of each field says unit, bounds and help)."""
 
-    n      number of bosons N (≥ 1)
-    lam    trap anisotropy λ = ω_z/ω_⊥ (> 0); √8 ≈ 2.828 is the thesis's elliptic trap
-    a      hard-sphere diameter = s-wave scattering length, in a_⊥ (≥ 0; 0 switches interactions off)
-    alpha  variational parameter α of the Gaussian factor, in a_⊥⁻² (> 0)
-    """
-
-    n: int = 20
-    lam: float = 1.0
-    a: float = 0.00433
-    alpha: float = 0.5
+    n: int = parameter(20, help="number of bosons N", low=1, typical=(1, 500))
+    lam: float = parameter(1.0, help="trap anisotropy λ = ω_z/ω_⊥ (the thesis's elliptic trap is √8 ≈ 2.8284)",
+                           low=0.0, low_open=True, typical=(0.1, 10.0))
+    a: float = parameter(0.00433, unit="a_⊥", help="hard-sphere diameter = s-wave scattering length "
+                         "(0.00433 = a_Rb; 0 switches the interaction off)", low=0.0, typical=(0.0, 0.5))
+    alpha: float = parameter(0.495, unit="a_⊥⁻²", help="variational α of the Gaussian factor exp(−α(x² + y² + λz²)) "
+                             "(study 002's B1 value; ½ is exact without interaction)", low=0.0, low_open=True,
+                             variational=True, typical=(0.1, 2.0))
 
     def __post_init__(self):
-        n = self.n
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n must be a positive integer number of bosons, got {n!r}")
-        for name, low, strict in (("lam", 0.0, True), ("a", 0.0, False), ("alpha", 0.0, True)):
-            value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)) \
-                    or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-            if (value <= low) if strict else (value < low):
-                raise ValueError(f"{name} must be {'>' if strict else '≥'} {low:g}, got {value!r}")
-            object.__setattr__(self, name, float(value))
-        object.__setattr__(self, "n", int(n))
+        validate(self)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -354,23 +341,42 @@ def _place_bosons(out, sigma, a, seed):
     return True
 
 
-KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
-                        accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
-                        other_drift_change=other_drift_change)
+@nb.njit(cache=True)
+def potential(R, p):
+    """V(R) in ħω_⊥: the trap Σ_i ½(x_i² + y_i² + λ² z_i²), and +inf when two bosons overlap."""
+    lam, a = p[1], p[2]
+    N = R.shape[0]
+    total = 0.0
+    for i in range(N):
+        total += 0.5 * (R[i, 0] ** 2 + R[i, 1] ** 2 + lam * lam * R[i, 2] ** 2)
+        for j in range(i + 1, N):
+            if (R[i, 0] - R[j, 0]) ** 2 + (R[i, 1] - R[j, 1]) ** 2 + (R[i, 2] - R[j, 2]) ** 2 <= a * a:
+                return np.inf
+    return total
 
 
-class TrappedBosons:
+KERNELS = Kernels(recompute=recompute, gradient=gradient, test_move=test_move, accept_move=accept_move,
+                  local_energy=local_energy, log_psi=log_psi, other_drift_change=other_drift_change,
+                  potential=potential)
+
+
+class TrappedBosons(System):
     """The system object the drivers use: parameters, kernels and a sensible starting ensemble."""
 
     name = "bec"
+    title = "hard-sphere bosons in an elliptic harmonic trap (study 002)"
+    description = ("Trapped hard-sphere bosons. Lengths in a_⊥, energies in ħω_⊥, time in 1/ω_⊥; "
+                   "reports energy_per_particle.")
+    Params = BosonParams
     dim = 3
-    cuda_sweeper = "qmckit.backends.cuda_bec:CudaBosonSweeper"
     energy_key = ENERGY_KEY
     energy_unit = ENERGY_UNIT
+    length_unit = "a_⊥"
+    time_unit = "1/ω_⊥"
     kernels = KERNELS
-
-    def __init__(self, params: BosonParams | None = None, **kwargs):
-        self.params = params if params is not None else BosonParams(**kwargs)
+    capabilities = Capabilities(gpu="qmckit.backends.cuda_bec:CudaBosonSweeper", green_all=True)
+    # a = 0 and α = ½: the Gaussian is the ground state, E/N = (2 + λ)/2
+    exact_cases = ((dict(n=5, lam=1.0, a=0.0, alpha=0.5), 1.5), (dict(n=3, lam=2.8284, a=0.0, alpha=0.5), 2.4142))
 
     def __repr__(self):
         p = self.params

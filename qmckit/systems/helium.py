@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 import numba as nb
 import numpy as np
 
-from .protocol import SystemKernels
+from .protocol import Capabilities, Kernels, System, no_other_drift_change, parameter, validate
 
 ENERGY_KEY = "energy_per_particle"
 ENERGY_UNIT = "K"
@@ -58,40 +58,20 @@ _FAST_PAIRS = True  # full fastmath for the O(N) move loops (no inf/NaN reaches 
 
 @dataclass(frozen=True)
 class HeliumParams:
-    """Parameters of bulk ⁴He in a cubic periodic box.
+    """Parameters of bulk ⁴He in a cubic periodic box (metadata on each field)."""
 
-    n            number of atoms N (≥ 2)
-    density      number density ρ in Å⁻³ (default 0.02186, the experimental equilibrium density)
-    b            McMillan parameter b of f(r) = −½(b/r)⁵, in Å (≥ 0; 0 switches the Jastrow factor off)
-    hbar2_over_m ħ²/m in K Å² (default 12.1194 for ⁴He)
-    potential    "hfdb" (Aziz HFD-B(HE), "Aziz-II") or "none" (ideal gas, for checks)
-    tail         add the potential tail correction beyond L/2 to V and E (g = 1 there)
-    """
-
-    n: int = 64
-    density: float = EQUILIBRIUM_DENSITY
-    b: float = 3.07
-    hbar2_over_m: float = HBAR2_OVER_M
-    potential: str = "hfdb"
-    tail: bool = True
+    n: int = parameter(64, help="number of ⁴He atoms N", low=2, typical=(32, 1000))
+    density: float = parameter(EQUILIBRIUM_DENSITY, unit="Å⁻³", help="number density ρ (0.02186: the equilibrium "
+                               "liquid)", low=0.0, low_open=True, typical=(0.015, 0.03))
+    b: float = parameter(3.07, unit="Å", help="McMillan parameter b of u = −½(b/r)⁵ (0 switches the Jastrow "
+                         "factor off)", low=0.0, variational=True, typical=(2.5, 3.5))
+    hbar2_over_m: float = parameter(HBAR2_OVER_M, unit="K Å²", help="ħ²/m (12.1194: ⁴He)", low=0.0, low_open=True)
+    potential: str = parameter("hfdb", help="pair potential: hfdb (Aziz HFD-B(HE), 'Aziz-II') or none (ideal gas)",
+                               choices=POTENTIALS)
+    tail: bool = parameter(True, help="the potential tail correction beyond L/2 (study 004's sample run has none)")
 
     def __post_init__(self):
-        n = self.n
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 2:
-            raise ValueError(f"n must be an integer number of atoms ≥ 2, got {n!r}")
-        object.__setattr__(self, "n", int(n))
-        for name, strict in (("density", True), ("b", False), ("hbar2_over_m", True)):
-            value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                    or not math.isfinite(value) or (value <= 0 if strict else value < 0):
-                raise ValueError(f"{name} must be a {'positive' if strict else 'non-negative'} finite number, "
-                                 f"got {value!r}")
-            object.__setattr__(self, name, float(value))
-        if self.potential not in POTENTIALS:
-            raise ValueError(f"potential must be one of {', '.join(POTENTIALS)}, got {self.potential!r}")
-        if not isinstance(self.tail, (bool, np.bool_)):
-            raise ValueError(f"tail must be true or false, got {self.tail!r}")
-        object.__setattr__(self, "tail", bool(self.tail))
+        validate(self)
 
     @property
     def box(self) -> float:
@@ -402,12 +382,6 @@ def local_energy(R, p, cache):
     return v + 2.0 * t_lap - t_grad
 
 
-@nb.njit(cache=True)
-def other_drift_change(R, p, cache, i, r_new, dt):
-    """Study 002's all-particle Green's function: not offered for helium."""
-    return np.nan
-
-
 @nb.njit(cache=True, parallel=True)
 def measure_all(positions, p, out):
     """Per walker (E_L, V, T_lap, T_grad) in K (whole walker) into ``out`` (W, 4)."""
@@ -419,9 +393,15 @@ def measure_all(positions, p, out):
         out[w, 3] = t_grad
 
 
-KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
-                        accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
-                        other_drift_change=other_drift_change)
+@nb.njit(cache=True)
+def total_potential(R, p):
+    """V(R) in K: the pair potential cut at L/2, plus the tail correction when it is on."""
+    return energy_terms(R, p)[0]
+
+
+KERNELS = Kernels(recompute=recompute, gradient=gradient, test_move=test_move, accept_move=accept_move,
+                  local_energy=local_energy, log_psi=log_psi, other_drift_change=no_other_drift_change,
+                  potential=total_potential)
 
 
 # --------------------------------------------------------------------------------------------
@@ -504,22 +484,33 @@ def structure_factor(positions, box: float, n_max: int = 8):
 # --------------------------------------------------------------------------------------------
 # the system object
 # --------------------------------------------------------------------------------------------
-class Helium:
+class Helium(System):
     """Bulk liquid ⁴He for the generic VMC and DMC drivers; reports ``energy_per_particle`` in K.
 
     Besides the energy, VMC runs record V, T_lap and T_grad per particle (``measure``).
     """
 
     name = "helium"
+    title = "liquid ⁴He: Aziz HFD-B(HE) potential + McMillan Jastrow in a periodic box (study 004)"
+    description = ("Bulk ⁴He in a cubic periodic box (minimum image, cut-offs at L/2). Lengths in Å, energies in "
+                   "K, DMC time step in K⁻¹; reports energy_per_particle and, for VMC, the potential and both "
+                   "kinetic estimators per particle. VMC defaults to Metropolis moves tuned to acceptance 0.37.")
+    Params = HeliumParams
     dim = 3
     energy_key = ENERGY_KEY
     energy_unit = ENERGY_UNIT
+    length_unit = "Å"
+    time_unit = "K⁻¹"
     kernels = KERNELS
-    observable_names = ("energy_per_particle", "potential_energy_per_particle", "kinetic_energy_per_particle",
-                        "kinetic_energy_gradient_per_particle")
+    capabilities = Capabilities(observables=("potential_energy_per_particle", "kinetic_energy_per_particle",
+                                             "kinetic_energy_gradient_per_particle"))
+    # Metropolis moves at study 004's acceptance for VMC; Δτ in K⁻¹ for DMC
+    run_defaults = {"vmc": {"sampler": "brute", "target_acceptance": 0.37, "step": 2.8}, "dmc": {"dt": 0.002}}
+    # no potential, no Jastrow: the ideal Bose gas at k = 0, ψ = 1 and E = 0
+    exact_cases = ((dict(n=8, b=0.0, potential="none", tail=False), 0.0),)
 
     def __init__(self, params: HeliumParams | None = None, **kwargs):
-        self.params = params if params is not None else HeliumParams(**kwargs)
+        super().__init__(params, **kwargs)
         self.tail = tail_per_particle(self.params) if self.params.tail else 0.0
 
     def __repr__(self):
@@ -555,7 +546,7 @@ class Helium:
         return 0.5 * self.box
 
     def measure(self, positions: np.ndarray) -> np.ndarray:
-        """(W, 4) whole-walker E_L, V, T_lap, T_grad in K (the order of ``observable_names``)."""
+        """(W, 4) whole-walker E_L, V, T_lap, T_grad in K (the energy, then ``capabilities.observables``)."""
         out = np.empty((positions.shape[0], 4))
         measure_all(np.ascontiguousarray(positions), self.kernel_params, out)
         return out

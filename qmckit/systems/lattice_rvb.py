@@ -63,6 +63,7 @@ import numba as nb
 import numpy as np
 
 from .clusters import KINDS, Cluster, displacements, make_cluster
+from .protocol import Capabilities, System, parameter, validate
 
 ENERGY_KEY = "energy_per_site"
 ENERGY_UNIT = "t"
@@ -77,47 +78,33 @@ def electron_count(n_sites: int, doping: float) -> int:
 
 @dataclass(frozen=True)
 class LatticeParams:
-    """Parameters of the projected RVB state on a cluster (energies in units of t = 1).
+    """Parameters of the projected RVB state on a cluster (energies in units of t = 1; metadata on each field).
 
-    L        cluster side: tilted L²+1 sites (L odd, study 000) or square L×L
-    doping   hole doping x in [0, 1): N_e = 2·round(N_s(1 − x)/2)
-    J        exchange J ≥ 0
-    delta    d-wave variational gap Δ ≥ 0 (Δ_k = (Δ/2)(cos k_x − cos k_y); 0: Fermi sea)
-    mu       variational chemical potential μ
-    tp_v     variational t′ in ξ_k (default 0)
-    tp, tpp  Hamiltonian t′ and t″ (default 0, as in the thesis)
-    kind     "tilted" (default) or "square" (periodic y, antiperiodic x)
-    free     unprojected free fermions with the Fermi-sea pair function (needs J = 0): a check
+    Δ_k = (Δ/2)(cos k_x − cos k_y); ``free`` gives unprojected free fermions with the Fermi-sea pair
+    function (needs J = 0 and a closed shell): every configuration then has the exact Fermi-sea energy.
     """
 
-    L: int = 5
-    doping: float = 0.1
-    J: float = 0.3
-    delta: float = 1.5
-    mu: float = 0.0
-    tp_v: float = 0.0
-    tp: float = 0.0
-    tpp: float = 0.0
-    kind: str = "tilted"
-    free: bool = False
+    L: int = parameter(5, help="cluster side: tilted L²+1 sites with L odd (study 000), or L×L with kind square",
+                       low=2, typical=(3, 15))
+    doping: float = parameter(0.1, help="hole doping x; N_e = 2·round(N_s(1−x)/2)", low=0.0, high=1.0,
+                              high_open=True, typical=(0.0, 0.3))
+    J: float = parameter(0.3, unit="t", help="exchange J (0 with free)", low=0.0, typical=(0.0, 1.0))
+    delta: float = parameter(1.5, unit="t", help="d-wave variational gap Δ (0: projected Fermi sea)", low=0.0,
+                             variational=True, typical=(0.0, 3.0))
+    mu: float = parameter(0.0, unit="t", help="variational chemical potential μ", variational=True,
+                          typical=(-1.0, 1.0))
+    tp_v: float = parameter(0.0, unit="t", help="variational t′ in the pair function's ξ_k", variational=True)
+    tp: float = parameter(0.0, unit="t", help="Hamiltonian next-neighbour hopping t′")
+    tpp: float = parameter(0.0, unit="t", help="Hamiltonian third-neighbour hopping t″")
+    kind: str = parameter("tilted", help="cluster: tilted (L²+1, periodic) or square (L×L, antiperiodic in x)",
+                          choices=KINDS)
+    free: bool = parameter(False, help="unprojected free fermions with the Fermi-sea pair function (needs a closed "
+                           "shell; J = 0): every configuration has the exact Fermi-sea energy")
 
     def __post_init__(self):
-        if isinstance(self.L, (bool, np.bool_)) or not isinstance(self.L, (int, np.integer)) or self.L < 2:
-            raise ValueError(f"L must be an integer ≥ 2 (odd for the tilted cluster), got {self.L!r}")
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        validate(self)
         if self.kind == "tilted" and self.L % 2 == 0:
             raise ValueError(f"L must be odd for the tilted L²+1 cluster, got {self.L}")
-        for name in ("doping", "J", "delta", "mu", "tp_v", "tp", "tpp"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if not 0.0 <= self.doping < 1.0:
-            raise ValueError(f"doping must be in [0, 1), got {self.doping!r}")
-        if self.J < 0:
-            raise ValueError(f"J must be ≥ 0 (antiferromagnetic exchange), got {self.J!r}")
-        if self.delta < 0:
-            raise ValueError(f"delta must be ≥ 0 (the sign of a d-wave gap is a gauge choice), got {self.delta!r}")
         if self.free and self.J != 0:
             raise ValueError(f"J must be 0 with free (unprojected fermions have no t–J exchange), got {self.J!r}")
         n_sites = self.L * self.L + (1 if self.kind == "tilted" else 0)
@@ -160,7 +147,7 @@ def fermi_sea(energies: np.ndarray, n_pairs: int) -> np.ndarray:
     return mask
 
 
-class LatticeRVB:
+class LatticeRVB(System):
     """The projected RVB state of :class:`LatticeParams` on its cluster: geometry, pair matrix and kernels.
 
     Attributes: ``cluster``, ``n_sites``, ``n_electrons``, ``n_pairs``, ``ghost`` (1 when the Γ
@@ -169,11 +156,20 @@ class LatticeRVB:
     g_k per momentum (inf at Γ when ghost).
     """
 
+    name = "lattice"
+    title = "t–J model: Gutzwiller-projected d-wave RVB state on a square-lattice cluster (study 000)"
+    description = ("Lattice VMC of the projected d-wave BCS (RVB) state for the t–J model on a tilted L²+1 or square "
+                   "cluster: hops to empty sites and spin swaps, Sherman–Morrison updates. Energies in units of t; "
+                   "reports energy_per_site, kinetic_per_site, exchange_per_site and double_occupancy.")
+    Params = LatticeParams
+    kind = "lattice"
     energy_key = ENERGY_KEY
     energy_unit = ENERGY_UNIT
+    capabilities = Capabilities(gpu="qmckit.backends.lattice_cuda:CudaChains", density=False)
+    cli_implies = {"free": {"J": 0.0}}  # unprojected fermions have no exchange
 
-    def __init__(self, **params):
-        self.params = LatticeParams(**params)
+    def __init__(self, params: LatticeParams | None = None, **kwargs):
+        super().__init__(params, **kwargs)
         p = self.params
         self.cluster: Cluster = make_cluster(p.L, p.kind, 1.0, p.tp, p.tpp)
         self.n_sites = self.cluster.n_sites

@@ -90,7 +90,7 @@ import numpy as np
 from . import gaussian_cusp
 from .gaussian_basis import (GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, packed_length,
                              require_pyscf)
-from .protocol import SystemKernels
+from .protocol import Capabilities, Kernels, System, parameter, validate
 from .slater import _mat, _mat3, det_ratio, invert
 
 ENERGY_KEY = "energy"
@@ -114,10 +114,6 @@ ROWS_VALID = 2.718281828459045  # FLAG value: the rows DV, DPHI, OL hold the orb
 def builtin_molecules() -> list[str]:
     """Names accepted by ``xyz`` as built-in geometries (files ``data/molecules/NAME.xyz``)."""
     return sorted(p.stem for p in DATA_DIR.glob("*.xyz")) if DATA_DIR.is_dir() else []
-
-
-def _is_number(value) -> bool:
-    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
 
 
 def _parse_atoms(lines, where: str) -> tuple:
@@ -196,57 +192,44 @@ def resolve_geometry(xyz: str) -> tuple[str, tuple]:
 
 @dataclass(frozen=True)
 class MoleculeParams:
-    """Parameters of a closed-shell molecule with RHF orbitals in a Gaussian basis.
+    """Parameters of a closed-shell molecule with RHF orbitals in a Gaussian basis (metadata on each field).
 
-    xyz         geometry in Å: a built-in name (``builtin_molecules()``: h2o, ne, h2, acetic-acid),
-                the path of an .xyz file (normalised to the inline form), or inline 'O 0 0 0; H …'
-    basis       any basis set name PySCF knows (default cc-pVDZ), used with Cartesian functions
-    charge      total charge; N = Σ Z − charge must be even (closed shell)
-    jastrow     include the Jastrow factor at all (False: the bare RHF determinant, ⟨E_L⟩ = E_RHF)
-    jastrow_ee  include the e–e Padé term (cusps ½ antiparallel, ¼ parallel)
-    jastrow_en  include the e–n Padé term −Z r/(1 + β_en r) that restores the nuclear cusps
-    beta_ee     β of the e–e term in bohr⁻¹ (≥ 0, default 4)
-    beta_en     β of the e–n term in bohr⁻¹ (> 0, default 300)
-    cusp        correct the orbitals near each nucleus so that they have the Kato cusp
-                (:mod:`qmckit.systems.gaussian_cusp`; default off). It replaces the e–n term, which must then be off
+    ``xyz`` is a built-in name (``builtin_molecules()``), the path of an .xyz file (normalised to the
+    inline form) or inline 'O 0 0 0; H …'. ``cusp`` corrects the orbitals near each nucleus so that
+    they have the Kato cusp (:mod:`qmckit.systems.gaussian_cusp`); it replaces the e–n Jastrow term,
+    which must then be off.
     """
 
-    xyz: str = "h2o"
-    basis: str = "cc-pvdz"
-    charge: int = 0
-    jastrow: bool = True
-    jastrow_ee: bool = True
-    jastrow_en: bool = True
-    beta_ee: float = DEFAULT_BETA_EE
-    beta_en: float = DEFAULT_BETA_EN
-    cusp: bool = False
+    xyz: str = parameter("h2o", unit="Å", help="geometry: a built-in name (h2o, ne, h2, acetic-acid, glycine, "
+                         "benzoic-acid), an .xyz file, or inline 'O 0 0 0; H 0 0.76 0.59'")
+    basis: str = parameter("cc-pvdz", help="Gaussian basis set known to PySCF, used with Cartesian functions")
+    charge: int = parameter(0, unit="e", help="total charge; must leave an even number of electrons")
+    jastrow: bool = parameter(True, help="the Jastrow factor (without it ψ_T = D↑ D↓, whose VMC energy is the "
+                              "RHF energy)")
+    jastrow_ee: bool = parameter(True, help="the e–e Padé term (cusps ½ antiparallel, ¼ parallel)",
+                                 switch="--no-ee-jastrow")
+    jastrow_en: bool = parameter(True, help="the e–n Padé term −Z r/(1 + β_en r) that restores the nuclear cusps",
+                                 switch="--no-en-jastrow")
+    beta_ee: float = parameter(DEFAULT_BETA_EE, unit="bohr⁻¹", help="β of the e–e Padé–Jastrow term", low=0.0,
+                               variational=True)
+    beta_en: float = parameter(DEFAULT_BETA_EN, unit="bohr⁻¹", help="β of the e–n Padé–Jastrow term", low=0.0,
+                               low_open=True, variational=True)
+    cusp: bool = parameter(False, help="cusp-corrected orbitals near each nucleus instead of the e–n Padé term "
+                           "(on the command line it implies --no-en-jastrow); smaller E_L variance and DMC "
+                           "time-step error")
 
     def __post_init__(self):
+        validate(self)
         xyz, atoms = resolve_geometry(self.xyz)
         object.__setattr__(self, "xyz", xyz)
-        if not isinstance(self.basis, str) or not self.basis.strip():
-            raise ValueError(f"basis must be a basis set name known to PySCF, e.g. cc-pvdz, got {self.basis!r}")
         object.__setattr__(self, "basis", self.basis.strip().lower())
-        if isinstance(self.charge, (bool, np.bool_)) or not isinstance(self.charge, (int, np.integer)):
-            raise ValueError(f"charge must be an integer, got {self.charge!r}")
-        object.__setattr__(self, "charge", int(self.charge))
         n_electrons = sum(ELEMENTS.index(s) + 1 for s, *_ in atoms) - self.charge
         if n_electrons < 2 or n_electrons % 2:
             raise ValueError(f"charge must leave an even number ≥ 2 of electrons (closed shell), got "
                              f"{n_electrons} electrons with charge {self.charge}")
-        for name in ("jastrow", "jastrow_ee", "jastrow_en", "cusp"):
-            value = getattr(self, name)
-            if not isinstance(value, (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {value!r}")
-            object.__setattr__(self, name, bool(value))
         if self.cusp and self.jastrow and self.jastrow_en:
             raise ValueError("cusp and jastrow_en both give the orbitals the nuclear cusp: set jastrow_en=False "
                              "with cusp=True")
-        for name, strict in (("beta_ee", False), ("beta_en", True)):
-            value = getattr(self, name)
-            if not _is_number(value) or not math.isfinite(value) or (value <= 0 if strict else value < 0):
-                raise ValueError(f"{name} must be a finite number {'>' if strict else '≥'} 0, got {value!r}")
-            object.__setattr__(self, name, float(value))
 
     @property
     def atoms(self) -> tuple:
@@ -833,25 +816,49 @@ def local_energy_from_orbitals(R, p, values, gradients, laplacians, cache=None) 
     return float(local_energy(R, p, cache))
 
 
-KERNELS = SystemKernels(recompute=recompute, gradient=gradient, test_move=test_move,
-                        accept_move=accept_move, local_energy=local_energy, log_psi=log_psi,
-                        other_drift_change=other_drift_change)
+@nb.njit(cache=True, error_model="numpy")
+def potential(R, p):
+    """V(R) in E_h: electron–nucleus attraction, electron–electron repulsion and the nuclear repulsion."""
+    N, n, atoms, C, basis = _layout(p)
+    total = p[P_ENUC]
+    for i in range(N):
+        for A in range(atoms.shape[0]):
+            total -= atoms[A, 3] / math.sqrt((R[i, 0] - atoms[A, 0]) ** 2 + (R[i, 1] - atoms[A, 1]) ** 2
+                                             + (R[i, 2] - atoms[A, 2]) ** 2)
+        for l in range(i + 1, N):
+            total += 1.0 / math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
+    return total
 
 
-class Molecule:
+KERNELS = Kernels(recompute=recompute, gradient=gradient, test_move=test_move, accept_move=accept_move,
+                  local_energy=local_energy, log_psi=log_psi, other_drift_change=other_drift_change,
+                  potential=potential)
+
+
+class Molecule(System):
     """A closed-shell molecule for the generic VMC and DMC drivers; reports the total ``energy`` in E_h.
 
     ``Molecule(xyz="h2o", basis="cc-pvdz", jastrow=False)`` builds the PySCF ``Mole`` (``cart=True``),
     runs RHF once (cached) and packs geometry, orbitals and basis into :attr:`kernel_params`."""
 
     name = "molecule"
+    title = "closed-shell molecule: RHF orbitals in a Gaussian basis + Padé–Jastrow (study 001)"
+    description = ("A closed-shell molecule with the occupied RHF orbitals of PySCF (Cartesian Gaussian basis) "
+                   "and an optional Padé–Jastrow factor (e–e and e–n terms). Lengths in bohr (geometries in Å), "
+                   "energies in hartree (nuclear repulsion included), time in ħ/E_h; reports the total energy "
+                   "as 'energy'. Needs the optional 'chem' extra (PySCF). DMC is fixed-node.")
+    Params = MoleculeParams
     dim = 3
     energy_key = ENERGY_KEY
     energy_unit = ENERGY_UNIT
+    length_unit = "bohr"
+    time_unit = "ħ/E_h"
     kernels = KERNELS
+    capabilities = Capabilities(fixed_node=True, green_all=True)
+    cli_implies = {"cusp": {"jastrow_en": False}}  # the corrected orbitals carry the cusp; the e–n term would double it
 
     def __init__(self, params: MoleculeParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
-        self.params = params if params is not None else MoleculeParams(**kwargs)
+        super().__init__(params, **kwargs)
         self.reject_node_crossing = bool(reject_node_crossing)
         p = self.params
         self.rhf = rhf_solution(p.atoms, p.basis, p.charge)
