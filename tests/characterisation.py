@@ -79,6 +79,15 @@ CASES = {
                                    tail=True),
                        sampler="drift", dt=0.002, walkers=12, steps=40, equilibration=20, block=20,
                        dmc_equilibration=10, seed=16, backend="cpu"),
+    # added with the system (issue 24), to hold its numbers through later refactors
+    "qdot_2d_vmc": dict(system="qdot", method="vmc",
+                        params=dict(n=6, dim=2, omega=1.0, alpha=0.93, beta=0.55, interaction=True, jastrow=True),
+                        sampler="drift", dt=0.05, walkers=8, steps=40, equilibration=20, block=20, seed=19,
+                        backend="cpu"),
+    "qdot_3d_dmc": dict(system="qdot", method="dmc",
+                        params=dict(n=8, dim=3, omega=0.5, alpha=0.9, beta=0.3, interaction=True, jastrow=True),
+                        sampler="drift", dt=0.01, walkers=8, steps=40, equilibration=20, block=20,
+                        dmc_equilibration=10, seed=20, backend="cpu"),
 }
 _LATTICE = dict(L=3, doping=0.2, J=0.3, delta=1.5, mu=0.0, tp_v=0.0, tp=0.0, tpp=0.0, kind="tilted", free=False)
 LATTICE_CASES = {

@@ -24,10 +24,12 @@ from pathlib import Path
 
 
 def _kernel_dir() -> Path:
+    """Where generated modules go: $QMCKIT_KERNEL_DIR, else ~/.cache/qmckit/kernels, else the temp folder."""
     env = os.environ.get("QMCKIT_KERNEL_DIR")
     candidates = [Path(env)] if env else []
-    candidates += [Path(__file__).resolve().parent / "_generated",
-                   Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qmckit" / "kernels",
+    # a per-user cache, never the package folder (an installed package's folder may be read-only and
+    # is shared by every user)
+    candidates += [Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qmckit" / "kernels",
                    Path(tempfile.gettempdir()) / "qmckit-kernels"]
     for path in candidates:
         try:

@@ -10,6 +10,7 @@ from .bec import BosonParams, TrappedBosons
 from .helium import Helium, HeliumParams
 from .lattice_rvb import LatticeParams, LatticeRVB
 from .molecule import Molecule, MoleculeParams
+from .qdot import QuantumDot, QuantumDotParams
 from .protocol import (Capabilities, Kernels, ParameterInfo, System, Unsupported, parameter, parameters, require,
                        validate)
 
@@ -34,7 +35,7 @@ def register(cls: type[System]) -> type[System]:
     return cls
 
 
-for _cls in (TrappedBosons, Atom, Molecule, Helium, LatticeRVB):
+for _cls in (TrappedBosons, Atom, Molecule, Helium, LatticeRVB, QuantumDot):
     register(_cls)
 
 
@@ -54,4 +55,4 @@ def make_system(name: str, **params) -> System:
 __all__ = ["SYSTEMS", "register", "system_class", "make_system", "System", "Capabilities", "Kernels",
            "ParameterInfo", "Unsupported", "parameter", "parameters", "require", "validate",
            "TrappedBosons", "BosonParams", "Atom", "AtomParams", "Molecule", "MoleculeParams", "Helium",
-           "HeliumParams", "LatticeRVB", "LatticeParams"]
+           "HeliumParams", "LatticeRVB", "LatticeParams", "QuantumDot", "QuantumDotParams"]

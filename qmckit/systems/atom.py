@@ -597,6 +597,8 @@ class Atom(System):
     # no Jastrow, no e–e repulsion, α = Z: a product of hydrogenic determinants, E = −Σ Z²/(2n²)
     exact_cases = tuple((dict(element=e, alpha=float(ELEMENTS[e][0]), jastrow=False, ee=False), energy)
                         for e, energy in (("He", -4.0), ("Be", -20.0), ("Ne", -200.0)))
+    examples = (dict(element="He"), dict(element="Be", en_cusp=True), dict(element="Ne", jastrow=False),
+                dict(element="Be", ee=False, beta=0.3))
 
     def __init__(self, params: AtomParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
         super().__init__(params, **kwargs)

@@ -377,6 +377,8 @@ class TrappedBosons(System):
     capabilities = Capabilities(gpu="qmckit.backends.cuda_bec:CudaBosonSweeper", green_all=True)
     # a = 0 and α = ½: the Gaussian is the ground state, E/N = (2 + λ)/2
     exact_cases = ((dict(n=5, lam=1.0, a=0.0, alpha=0.5), 1.5), (dict(n=3, lam=2.8284, a=0.0, alpha=0.5), 2.4142))
+    examples = (dict(n=7, lam=2.8284, a=0.433, alpha=0.45), dict(n=5, lam=1.0, a=0.1, alpha=0.7),
+                dict(n=6, lam=1.0, a=0.0, alpha=0.6))
 
     def __repr__(self):
         p = self.params

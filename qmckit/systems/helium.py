@@ -508,6 +508,7 @@ class Helium(System):
     run_defaults = {"vmc": {"sampler": "brute", "target_acceptance": 0.37, "step": 2.8}, "dmc": {"dt": 0.002}}
     # no potential, no Jastrow: the ideal Bose gas at k = 0, ψ = 1 and E = 0
     exact_cases = ((dict(n=8, b=0.0, potential="none", tail=False), 0.0),)
+    examples = (dict(n=16), dict(n=8, b=2.6, tail=False, density=0.015))
 
     def __init__(self, params: HeliumParams | None = None, **kwargs):
         super().__init__(params, **kwargs)

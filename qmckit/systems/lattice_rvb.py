@@ -167,6 +167,7 @@ class LatticeRVB(System):
     energy_unit = ENERGY_UNIT
     capabilities = Capabilities(gpu="qmckit.backends.lattice_cuda:CudaChains", density=False)
     cli_implies = {"free": {"J": 0.0}}  # unprojected fermions have no exchange
+    examples = (dict(L=3, doping=0.2), dict(L=4, kind="square", doping=0.125, delta=0.8, mu=-0.2))
 
     def __init__(self, params: LatticeParams | None = None, **kwargs):
         super().__init__(params, **kwargs)

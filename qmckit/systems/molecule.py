@@ -855,6 +855,8 @@ class Molecule(System):
     time_unit = "ħ/E_h"
     kernels = KERNELS
     capabilities = Capabilities(fixed_node=True, green_all=True)
+    examples = (dict(xyz="h2", basis="sto-3g"), dict(xyz="h2o", basis="sto-3g", cusp=True, jastrow_en=False),
+                dict(xyz="Li 0 0 0; H 0 0 1.6", basis="6-31g", jastrow=False))
     cli_implies = {"cusp": {"jastrow_en": False}}  # the corrected orbitals carry the cusp; the e–n term would double it
 
     def __init__(self, params: MoleculeParams | None = None, *, reject_node_crossing: bool = False, **kwargs):

@@ -289,6 +289,8 @@ class System:
     exact_cases   parameter sets where ψ_T is an eigenstate of H (zero variance), as
                   ``((params dict, energy in the reported normalisation), …)``: the conformance
                   suite checks each one
+    examples      small parameter sets (dicts) that together exercise every branch of the kernels:
+                  the conformance suite (``tests/test_conformance.py``) runs each one
 
     Instances hold ``params`` (a ``Params``) and answer the questions drivers ask (below).
     """
@@ -308,6 +310,7 @@ class System:
     run_defaults: ClassVar[dict] = {}
     cli_implies: ClassVar[dict] = {}
     exact_cases: ClassVar[tuple] = ()
+    examples: ClassVar[tuple] = ({},)
 
     def __init__(self, params=None, **kwargs):
         if params is not None and kwargs:
