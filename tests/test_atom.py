@@ -13,22 +13,13 @@ from qmckit.methods.dmc import DMC
 from qmckit.methods.vmc import VMC
 from qmckit.runs import make_run
 from qmckit.systems import make_system
-from qmckit.systems.atom import (ELEMENTS, REFERENCE_ENERGIES, Atom, AtomParams, _views, helium_no_jastrow_energy,
+from qmckit.systems.atom import (ELEMENTS, REFERENCE_ENERGIES, Atom, AtomParams, helium_no_jastrow_energy,
                                  noninteracting_energy)
 from qmckit.systems.slater import det_ratio, invert, sherman_morrison_row, slogdet
 from qmckit.walkers import Walkers
 
 QMCKIT = [sys.executable, "-m", "qmckit.cli"]
 HE_EXACT = -2.903724  # non-relativistic ground state (Pekeris), outside the document
-
-
-def potential(R, z, ee=True):
-    r = np.linalg.norm(R, axis=1)
-    v = -z * np.sum(1.0 / r)
-    if ee:
-        i, j = np.triu_indices(len(R), 1)
-        v += np.sum(1.0 / np.linalg.norm(R[i] - R[j], axis=1))
-    return v
 
 
 def walkers_for(system, n_walkers, seed):
@@ -84,100 +75,10 @@ def test_slater_helpers_against_numpy():
     assert invert(singular, np.empty((2, 2)))[1] == 0.0
 
 
-# --- kernels against finite differences of log ψ -----------------------------------------------
-def _fd_gradient_and_laplacian(system, R, i):
-    """4th-order central differences of ln|ψ| for electron i: (∇_i, ∇²_i)."""
-    p = system.kernel_params
-    log_psi = system.kernels.log_psi
-    f0 = log_psi(R, p)
-    grad = np.empty(3)
-    lap = 0.0
-    for k in range(3):
-        def f(step):
-            Rs = R.copy()
-            Rs[i, k] += step
-            return log_psi(Rs, p)
-        h = 1e-4
-        grad[k] = (-f(2 * h) + 8 * f(h) - 8 * f(-h) + f(-2 * h)) / (12 * h)
-        h = 1e-3
-        lap += (-f(2 * h) + 16 * f(h) - 30 * f0 + 16 * f(-h) - f(-2 * h)) / (12 * h * h)
-    return grad, lap
+# (gradients, kinetic energy, move ratios and the incremental cache against finite differences and a
+# rebuild: tests/test_conformance.py, for every registered system)
 
 
-@pytest.mark.parametrize("element", list(ELEMENTS))
-@pytest.mark.parametrize("jastrow, en_cusp", [(True, False), (False, False), (True, True), (False, True)])
-def test_gradient_laplacian_and_ratio_match_finite_differences(element, jastrow, en_cusp):
-    system = Atom(element=element, jastrow=jastrow, en_cusp=en_cusp)
-    k = system.kernels
-    p = system.kernel_params
-    N = system.n_particles
-    for R in equilibrated_configs(system, 2, seed=5, sweeps=30):
-        cache = np.zeros(system.cache_size())
-        k.recompute(R, p, cache)
-        kinetic_sum = 0.0  # Σ_i (∇²_i ln ψ + |∇_i ln ψ|²) = ∇²ψ/ψ summed over electrons
-        for i in range(N):
-            fd_grad, fd_lap = _fd_gradient_and_laplacian(system, R, i)
-            grad = np.empty(3)
-            k.gradient(R, p, cache, i, grad)
-            scale = 1.0 + np.abs(fd_grad).max()
-            assert np.allclose(grad, fd_grad, rtol=0, atol=1e-7 * scale), (i, grad, fd_grad)
-            kinetic_sum += fd_lap + fd_grad @ fd_grad
-        e_fd = -0.5 * kinetic_sum + potential(R, system.z)
-        e_kernel = k.local_energy(R, p, cache)
-        assert e_kernel == pytest.approx(e_fd, abs=1e-5 * (1 + abs(e_fd))), (e_kernel, e_fd)
-        # test_move: ratio and new gradient against log ψ and a rebuilt cache at R'
-        rng = np.random.default_rng(7)
-        for i in range(N):
-            r_new = R[i] + rng.normal(size=3) * 0.3 / system.params.alpha
-            g_new = np.empty(3)
-            log_ratio = k.test_move(R, p, cache, i, r_new, g_new)
-            R_new = R.copy()
-            R_new[i] = r_new
-            assert log_ratio == pytest.approx(k.log_psi(R_new, p) - k.log_psi(R, p), abs=1e-10)
-            fresh = np.zeros_like(cache)
-            k.recompute(R_new, p, fresh)
-            g_ref = np.empty(3)
-            k.gradient(R_new, p, fresh, i, g_ref)
-            assert np.allclose(g_new, g_ref, rtol=1e-10, atol=1e-10)
-            # the all-particle Green's-function term (study 002's D1) against the rebuilt cache
-            dt = 0.01
-            ref = 0.0
-            for j in range(N):
-                if j != i:
-                    a, b = np.empty(3), np.empty(3)
-                    k.gradient(R, p, cache, j, a)
-                    k.gradient(R_new, p, fresh, j, b)
-                    ref += a @ a - b @ b
-            assert k.other_drift_change(R, p, cache, i, r_new, dt) == pytest.approx(0.5 * dt * ref, rel=1e-9, abs=1e-12)
-
-
-# --- incremental cache ----------------------------------------------------------------------
-@pytest.mark.parametrize("element", list(ELEMENTS))
-@pytest.mark.parametrize("en_cusp", [False, True])
-def test_incremental_cache_equals_recompute_after_200_accepted_moves(element, en_cusp):
-    system = Atom(element=element, en_cusp=en_cusp)
-    N = system.n_particles
-    vmc = VMC(system, walkers_for(system, 2, seed=11), sampler="drift", dt=0.1 / system.params.alpha ** 2)
-    sweeps = math.ceil(260 / N)
-    _, acceptance = vmc.sweep(sweeps, measure=False)  # measuring would rebuild the cache
-    assert acceptance * sweeps * N >= 200
-    incremental = vmc.walkers.caches.copy()
-    vmc.recompute()
-    p = system.kernel_params
-    for w in range(2):
-        a, b = _views(incremental[w], N), _views(vmc.walkers.caches[w], N)
-        for name, index in (("T", 0), ("DPHI", 1), ("JG", 2)):
-            scale = max(1.0, np.abs(b[index]).max())
-            assert np.abs(a[index] - b[index]).max() < 1e-10 * scale, name
-        R = vmc.walkers.positions[w]
-        for i in range(N):
-            g_inc, g_ref = np.empty(3), np.empty(3)
-            system.kernels.gradient(R, p, incremental[w], i, g_inc)
-            system.kernels.gradient(R, p, vmc.walkers.caches[w], i, g_ref)
-            assert np.allclose(g_inc, g_ref, rtol=1e-10, atol=1e-10)
-
-
-# --- optional e–n cusp factor -----------------------------------------------------------------
 def test_en_cusp_params_and_default_off():
     p = AtomParams(element="Ne")
     assert (p.en_cusp, p.beta_en, p.effective_beta_en) == (False, None, 2 * 9.546)  # default 2α, off by default

@@ -4,8 +4,8 @@ A system registered in :data:`qmckit.systems.SYSTEMS` is tested here without a l
 
 * the kernels' ∇ ln ψ against finite differences of ``log_psi``, and the kinetic energy E_L − V
   against −½ (ħ²/m) Σ_i (∇_i² ln ψ + |∇_i ln ψ|²) from finite differences (continuum systems);
-* ``test_move``'s log-ratio against the difference of ``log_psi``, its new gradient against a
-  rebuilt cache;
+* ``test_move``'s log-ratio against the difference of ``log_psi``, its new gradient (and, with
+  ``green_all``, study 002's all-particle drift change) against a rebuilt cache;
 * the incremental cache after many accepted moves against a full recompute (through the protocol:
   gradients and move ratios read from both caches);
 * zero variance at the exact energy for each declared ``exact_cases`` entry;
@@ -121,6 +121,16 @@ def test_move_ratio_and_new_gradient_match_log_psi_and_a_rebuilt_cache(name, k):
         g_ref = np.empty(system.dim)
         kern.gradient(moved, p, fresh, i, g_ref)
         assert np.allclose(g_new, g_ref, rtol=1e-9, atol=1e-9 * (1 + np.abs(g_ref).max()))
+        if system.capabilities.green_all:  # study 002's all-particle Green's-function term, against both caches
+            change, a, b = 0.0, np.empty(system.dim), np.empty(system.dim)
+            for j in range(system.n_particles):
+                if j != i:
+                    kern.gradient(R, p, cache, j, a)
+                    kern.gradient(moved, p, fresh, j, b)
+                    change += a @ a - b @ b
+            dt = 0.01
+            assert kern.other_drift_change(R, p, cache, i, r_new, dt) == pytest.approx(0.5 * dt * change, rel=1e-8,
+                                                                                       abs=1e-9)
     assert finite >= system.n_particles // 2
 
 

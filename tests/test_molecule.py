@@ -156,73 +156,13 @@ def test_acetic_acid_has_the_sizes_of_study_001_fig_7():
     assert np.isfinite(m.kernels.local_energy(R, m.kernel_params, np.zeros(m.cache_size())))
 
 
-# --- the Slater–Jastrow kernels against finite differences ---------------------------------------
+# --- the incremental cache and the batched orbital rows (finite differences: tests/test_conformance.py) ---
 def equilibrated(system, n_walkers, seed, sweeps=40, dt=0.02):
     walkers = Walkers.from_positions(system.initial_positions(n_walkers, np.random.default_rng(seed)), seed,
                                      system.cache_size())
     vmc = VMC(system, walkers, sampler="drift", dt=dt)
     vmc.sweep(sweeps, measure=False)
     return vmc
-
-
-def potential(system, R):
-    v = system.nuclear_repulsion
-    for A, Z in enumerate(system.charges):
-        v -= Z * np.sum(1.0 / np.linalg.norm(R - system.coordinates[A], axis=1))
-    i, j = np.triu_indices(len(R), 1)
-    return v + np.sum(1.0 / np.linalg.norm(R[i] - R[j], axis=1))
-
-
-@pytest.mark.parametrize("kwargs", [dict(jastrow=False), dict(), dict(beta_ee=0.7, beta_en=5.0),
-                                    dict(jastrow_en=False)])
-def test_gradient_local_energy_and_ratio_match_finite_differences(kwargs):
-    system = Molecule(xyz="h2o", **kwargs)
-    k, p = system.kernels, system.kernel_params
-    N = system.n_particles
-    rng = np.random.default_rng(4)
-    for R in equilibrated(system, 2, seed=3).walkers.positions:
-        cache = np.zeros(system.cache_size())
-        k.recompute(R, p, cache)
-        f0 = k.log_psi(R, p)
-        kinetic = 0.0
-        for i in range(N):
-            grad = np.empty(3)
-            k.gradient(R, p, cache, i, grad)
-            fd_grad, fd_lap = np.empty(3), 0.0
-            for c in range(3):
-                def f(step):
-                    shifted = R.copy()
-                    shifted[i, c] += step
-                    return k.log_psi(shifted, p)
-                h = 1e-4
-                fd_grad[c] = (-f(2 * h) + 8 * f(h) - 8 * f(-h) + f(-2 * h)) / (12 * h)
-                h = 1e-3
-                fd_lap += (-f(2 * h) + 16 * f(h) - 30 * f0 + 16 * f(-h) - f(-2 * h)) / (12 * h * h)
-            assert np.allclose(grad, fd_grad, rtol=0, atol=1e-6 * (1 + np.abs(fd_grad).max())), (i, grad, fd_grad)
-            kinetic += fd_lap + fd_grad @ fd_grad
-        e_fd = -0.5 * kinetic + potential(system, R)
-        assert k.local_energy(R, p, cache) == pytest.approx(e_fd, abs=2e-5 * (1 + abs(e_fd)))
-        for i in range(N):  # test_move: the ratio and the new gradient against a rebuilt cache
-            r_new = R[i] + rng.normal(size=3) * 0.2
-            g_new = np.empty(3)
-            log_ratio = k.test_move(R, p, cache, i, r_new, g_new)
-            R_new = R.copy()
-            R_new[i] = r_new
-            assert log_ratio == pytest.approx(k.log_psi(R_new, p) - f0, abs=1e-9)
-            fresh = np.zeros_like(cache)
-            k.recompute(R_new, p, fresh)
-            g_ref = np.empty(3)
-            k.gradient(R_new, p, fresh, i, g_ref)
-            assert np.allclose(g_new, g_ref, rtol=1e-9, atol=1e-9)
-            # study 002's all-particle Green's-function term against the rebuilt cache
-            ref = 0.0
-            for j in range(N):
-                if j != i:
-                    a, b = np.empty(3), np.empty(3)
-                    k.gradient(R, p, cache, j, a)
-                    k.gradient(R_new, p, fresh, j, b)
-                    ref += a @ a - b @ b
-            assert k.other_drift_change(R, p, cache, i, r_new, 0.01) == pytest.approx(0.005 * ref, rel=1e-8, abs=1e-9)
 
 
 @pytest.mark.parametrize("xyz", ["h2o", "ne"])
