@@ -7,7 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from qmckit.widgets import BosonPanel, fast_mode
+from qmckit.systems import SYSTEMS
+from qmckit.widgets import BosonPanel, SystemPanel, fast_mode
 
 TIMEOUT = 120.0  # seconds; generous for a cold numba compile on a slow CI machine
 
@@ -345,3 +346,28 @@ def test_orbitals_panel_literal_qs_is_biased_pbp_is_not_and_bad_input(monkeypatc
     panel.grid.value = 8
     timing = panel.time_sync()
     assert timing["median_s"] > 0 and timing["grid"] == [8, 8, 8] and "ms" in panel.status.value
+
+
+@pytest.mark.parametrize("name", [n for n, cls in SYSTEMS.items() if cls.kind == "continuum" and n != "molecule"])
+def test_system_panel_controls_come_from_the_parameter_metadata(name):
+    """SystemPanel builds one control per declared parameter, labelled and explained by the metadata,
+    and turns them into the RunConfig of that system: a registered system needs no widget code."""
+    panel = SystemPanel(name)
+    infos = SYSTEMS[name].parameters()
+    assert list(panel.controls) == [info.name for info in infos]
+    for info in infos:
+        control = panel.controls[info.name]
+        assert control.description == info.label and control.tooltip == info.describe()
+        assert getattr(panel, info.name) is control
+    config = panel.config()
+    assert config.system == name and config.params == SYSTEMS[name]().params.as_dict()
+
+
+def test_system_panel_runs_a_quantum_dot_and_shows_bad_input_in_one_line():
+    panel = SystemPanel("qdot", n=6, omega=0.5, method="dmc", dt=0.02, walkers=8, steps=20, seed=3)
+    result = panel.run_sync()
+    assert result["system"] == "qdot" and result["method"] == "dmc" and result["params"]["n"] == 6
+    assert panel.status.value.startswith("done") and "E = " in panel.status.value
+    panel.n.value = 5
+    assert panel.run_sync() is None
+    assert panel.status.value.startswith("error: n must be a closed shell in 2D")

@@ -115,19 +115,19 @@ class AtomParams:
     made from ``as_dict()`` with another α keeps the rule (c = Z − α always follows α).
     """
 
-    element: str = parameter("He", help="the atom (Z = N electrons, spin-balanced)", choices=tuple(ELEMENTS))
+    element: str = parameter("He", help="the atom (Z = N electrons, spin-balanced)", choices=tuple(ELEMENTS), symbol="atom")
     alpha: float | None = parameter(None, unit="bohr⁻¹", help="orbital exponent (effective charge) α; α = Z is "
                                     "the bare hydrogenic value", low=0.0, low_open=True, variational=True,
-                                    default_text="the element's published optimum, He 1.839, Be 3.925, Ne 9.546")
+                                    default_text="the element's published optimum, He 1.839, Be 3.925, Ne 9.546", symbol="α")
     beta: float | None = parameter(None, unit="bohr⁻¹", help="Padé–Jastrow β", low=0.0, variational=True,
-                                   default_text="He 0.348, Be 0.109, Ne 0.177")
-    jastrow: bool = parameter(True, help="the Jastrow factor (without it ψ_T = D↑ D↓)")
+                                   default_text="He 0.348, Be 0.109, Ne 0.177", symbol="β")
+    jastrow: bool = parameter(True, help="the Jastrow factor (without it ψ_T = D↑ D↓)", symbol="Jastrow factor")
     ee: bool = parameter(True, help="the electron–electron repulsion (without it, and without the Jastrow "
-                         "factor, α = Z is exact: zero variance)")
+                         "factor, α = Z is exact: zero variance)", symbol="e–e repulsion")
     en_cusp: bool = parameter(False, help="the e–n Padé factor exp(−Σ_i (Z − α) r_i/(1 + β_en r_i)) that "
-                              "restores the nuclear cusp of the s orbitals (off: the study's ψ_T)")
+                              "restores the nuclear cusp of the s orbitals (off: the study's ψ_T)", symbol="e–n cusp factor")
     beta_en: float | None = parameter(None, unit="bohr⁻¹", help="β_en of the en_cusp factor", low=0.0,
-                                      low_open=True, default_text="2α")
+                                      low_open=True, default_text="2α", symbol="β_en")
 
     def __post_init__(self):
         if isinstance(self.element, str):  # any capitalisation of a known symbol

@@ -46,14 +46,14 @@ _FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 class BosonParams:
     """Parameters of trapped hard-sphere bosons (the metadata of each field says unit, bounds and help)."""
 
-    n: int = parameter(20, help="number of bosons N", low=1, typical=(1, 500))
+    n: int = parameter(20, help="number of bosons N", low=1, typical=(1, 500), symbol="N")
     lam: float = parameter(1.0, help="trap anisotropy λ = ω_z/ω_⊥ (the thesis's elliptic trap is √8 ≈ 2.8284)",
-                           low=0.0, low_open=True, typical=(0.1, 10.0))
+                           low=0.0, low_open=True, typical=(0.1, 10.0), symbol="λ")
     a: float = parameter(0.00433, unit="a_⊥", help="hard-sphere diameter = s-wave scattering length "
-                         "(0.00433 = a_Rb; 0 switches the interaction off)", low=0.0, typical=(0.0, 0.5))
+                         "(0.00433 = a_Rb; 0 switches the interaction off)", low=0.0, typical=(0.0, 0.5), symbol="a")
     alpha: float = parameter(0.495, unit="a_⊥⁻²", help="variational α of the Gaussian factor exp(−α(x² + y² + λz²)) "
                              "(study 002's B1 value; ½ is exact without interaction)", low=0.0, low_open=True,
-                             variational=True, typical=(0.1, 2.0))
+                             variational=True, typical=(0.1, 2.0), symbol="α")
 
     def __post_init__(self):
         validate(self)

@@ -60,15 +60,15 @@ _FAST_PAIRS = True  # full fastmath for the O(N) move loops (no inf/NaN reaches 
 class HeliumParams:
     """Parameters of bulk ⁴He in a cubic periodic box (metadata on each field)."""
 
-    n: int = parameter(64, help="number of ⁴He atoms N", low=2, typical=(32, 1000))
+    n: int = parameter(64, help="number of ⁴He atoms N", low=2, typical=(32, 1000), symbol="N")
     density: float = parameter(EQUILIBRIUM_DENSITY, unit="Å⁻³", help="number density ρ (0.02186: the equilibrium "
-                               "liquid)", low=0.0, low_open=True, typical=(0.015, 0.03))
+                               "liquid)", low=0.0, low_open=True, typical=(0.015, 0.03), symbol="ρ")
     b: float = parameter(3.07, unit="Å", help="McMillan parameter b of u = −½(b/r)⁵ (0 switches the Jastrow "
-                         "factor off)", low=0.0, variational=True, typical=(2.5, 3.5))
-    hbar2_over_m: float = parameter(HBAR2_OVER_M, unit="K Å²", help="ħ²/m (12.1194: ⁴He)", low=0.0, low_open=True)
+                         "factor off)", low=0.0, variational=True, typical=(2.5, 3.5), symbol="b")
+    hbar2_over_m: float = parameter(HBAR2_OVER_M, unit="K Å²", help="ħ²/m (12.1194: ⁴He)", low=0.0, low_open=True, symbol="ħ²/m")
     potential: str = parameter("hfdb", help="pair potential: hfdb (Aziz HFD-B(HE), 'Aziz-II') or none (ideal gas)",
-                               choices=POTENTIALS)
-    tail: bool = parameter(True, help="the potential tail correction beyond L/2 (study 004's sample run has none)")
+                               choices=POTENTIALS, symbol="potential")
+    tail: bool = parameter(True, help="the potential tail correction beyond L/2 (study 004's sample run has none)", symbol="tail correction")
 
     def __post_init__(self):
         validate(self)

@@ -85,21 +85,21 @@ class LatticeParams:
     """
 
     L: int = parameter(5, help="cluster side: tilted L²+1 sites with L odd (study 000), or L×L with kind square",
-                       low=2, typical=(3, 15))
+                       low=2, typical=(3, 15), symbol="L")
     doping: float = parameter(0.1, help="hole doping x; N_e = 2·round(N_s(1−x)/2)", low=0.0, high=1.0,
-                              high_open=True, typical=(0.0, 0.3))
-    J: float = parameter(0.3, unit="t", help="exchange J (0 with free)", low=0.0, typical=(0.0, 1.0))
+                              high_open=True, typical=(0.0, 0.3), symbol="doping x")
+    J: float = parameter(0.3, unit="t", help="exchange J (0 with free)", low=0.0, typical=(0.0, 1.0), symbol="J")
     delta: float = parameter(1.5, unit="t", help="d-wave variational gap Δ (0: projected Fermi sea)", low=0.0,
-                             variational=True, typical=(0.0, 3.0))
+                             variational=True, typical=(0.0, 3.0), symbol="Δ")
     mu: float = parameter(0.0, unit="t", help="variational chemical potential μ", variational=True,
-                          typical=(-1.0, 1.0))
-    tp_v: float = parameter(0.0, unit="t", help="variational t′ in the pair function's ξ_k", variational=True)
-    tp: float = parameter(0.0, unit="t", help="Hamiltonian next-neighbour hopping t′")
-    tpp: float = parameter(0.0, unit="t", help="Hamiltonian third-neighbour hopping t″")
+                          typical=(-1.0, 1.0), symbol="μ")
+    tp_v: float = parameter(0.0, unit="t", help="variational t′ in the pair function's ξ_k", variational=True, symbol="t′ (ψ)")
+    tp: float = parameter(0.0, unit="t", help="Hamiltonian next-neighbour hopping t′", symbol="t′")
+    tpp: float = parameter(0.0, unit="t", help="Hamiltonian third-neighbour hopping t″", symbol="t″")
     kind: str = parameter("tilted", help="cluster: tilted (L²+1, periodic) or square (L×L, antiperiodic in x)",
-                          choices=KINDS)
+                          choices=KINDS, symbol="cluster")
     free: bool = parameter(False, help="unprojected free fermions with the Fermi-sea pair function (needs a closed "
-                           "shell; J = 0): every configuration has the exact Fermi-sea energy")
+                           "shell; J = 0): every configuration has the exact Fermi-sea energy", symbol="free fermions")
 
     def __post_init__(self):
         validate(self)

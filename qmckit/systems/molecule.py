@@ -201,22 +201,22 @@ class MoleculeParams:
     """
 
     xyz: str = parameter("h2o", unit="Å", help="geometry: a built-in name (h2o, ne, h2, acetic-acid, glycine, "
-                         "benzoic-acid), an .xyz file, or inline 'O 0 0 0; H 0 0.76 0.59'")
-    basis: str = parameter("cc-pvdz", help="Gaussian basis set known to PySCF, used with Cartesian functions")
-    charge: int = parameter(0, unit="e", help="total charge; must leave an even number of electrons")
+                         "benzoic-acid), an .xyz file, or inline 'O 0 0 0; H 0 0.76 0.59'", symbol="molecule")
+    basis: str = parameter("cc-pvdz", help="Gaussian basis set known to PySCF, used with Cartesian functions", symbol="basis")
+    charge: int = parameter(0, unit="e", help="total charge; must leave an even number of electrons", symbol="charge")
     jastrow: bool = parameter(True, help="the Jastrow factor (without it ψ_T = D↑ D↓, whose VMC energy is the "
-                              "RHF energy)")
+                              "RHF energy)", symbol="Jastrow factor")
     jastrow_ee: bool = parameter(True, help="the e–e Padé term (cusps ½ antiparallel, ¼ parallel)",
-                                 switch="--no-ee-jastrow")
+                                 switch="--no-ee-jastrow", symbol="e–e Jastrow")
     jastrow_en: bool = parameter(True, help="the e–n Padé term −Z r/(1 + β_en r) that restores the nuclear cusps",
-                                 switch="--no-en-jastrow")
+                                 switch="--no-en-jastrow", symbol="e–n Jastrow")
     beta_ee: float = parameter(DEFAULT_BETA_EE, unit="bohr⁻¹", help="β of the e–e Padé–Jastrow term", low=0.0,
-                               variational=True)
+                               variational=True, symbol="β_ee")
     beta_en: float = parameter(DEFAULT_BETA_EN, unit="bohr⁻¹", help="β of the e–n Padé–Jastrow term", low=0.0,
-                               low_open=True, variational=True)
+                               low_open=True, variational=True, symbol="β_en")
     cusp: bool = parameter(False, help="cusp-corrected orbitals near each nucleus instead of the e–n Padé term "
                            "(on the command line it implies --no-en-jastrow); smaller E_L variance and DMC "
-                           "time-step error")
+                           "time-step error", symbol="cusp-corrected orbitals")
 
     def __post_init__(self):
         validate(self)

@@ -91,6 +91,7 @@ class ParameterSpec:
     variational  a variational parameter of ψ_T (what optimisers and scans of ψ vary)
     typical    (low, high) a range that covers ordinary use (widget sliders, scan suggestions)
     default_text  how the CLI help describes a default that the system resolves (None → text)
+    symbol     a short label for panels ("α", "N", …; default: the name)
     """
 
     unit: str = ""
@@ -106,11 +107,12 @@ class ParameterSpec:
     variational: bool = False
     typical: tuple[float, float] | None = None
     default_text: str | None = None
+    symbol: str | None = None
 
 
 def parameter(default, *, unit: str = "", help: str, low=None, high=None, low_open: bool = False,
               high_open: bool = False, choices=None, flag=None, switch=None, aliases=(), variational=False,
-              typical=None, default_text=None):
+              typical=None, default_text=None, symbol=None):
     """A dataclass field for a system parameter, with its metadata (see :class:`ParameterSpec`).
 
     ``default`` may be None when the system resolves it from other parameters (say it in
@@ -118,7 +120,7 @@ def parameter(default, *, unit: str = "", help: str, low=None, high=None, low_op
     spec = ParameterSpec(unit=unit, help=help, low=low, high=high, low_open=low_open, high_open=high_open,
                          choices=tuple(choices) if choices is not None else None, flag=flag, switch=switch,
                          aliases=tuple(aliases), variational=variational, typical=typical,
-                         default_text=default_text)
+                         default_text=default_text, symbol=symbol)
     return dataclasses.field(default=default, metadata={"qmckit": spec})
 
 
@@ -137,6 +139,11 @@ class ParameterInfo:
         if self.kind is bool:
             return self.spec.switch or (f"--no-{self._dashed}" if self.default else f"--{self._dashed}")
         return self.spec.flag or f"--{self._dashed}"
+
+    @property
+    def label(self) -> str:
+        """A short label for a control: the symbol, else the name."""
+        return self.spec.symbol or self.name
 
     @property
     def _dashed(self) -> str:

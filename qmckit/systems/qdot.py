@@ -94,16 +94,16 @@ class QuantumDotParams:
     """Parameters of a closed-shell harmonic quantum dot (metadata on each field)."""
 
     n: int = parameter(2, help="number of electrons N, a closed shell (2D: 2, 6, 12, 20, …; 3D: 2, 8, 20, …)",
-                       low=2)
-    dim: int = parameter(2, help="spatial dimension", low=2, high=3)
-    omega: float = parameter(1.0, unit="E_h*/ħ", help="trap frequency ω", low=0.0, low_open=True, typical=(0.1, 2.0))
+                       low=2, symbol="N")
+    dim: int = parameter(2, help="spatial dimension", low=2, high=3, symbol="d")
+    omega: float = parameter(1.0, unit="E_h*/ħ", help="trap frequency ω", low=0.0, low_open=True, typical=(0.1, 2.0), symbol="ω")
     alpha: float = parameter(1.0, help="orbital frequency factor α (Hermite functions of αω; 1 is exact without "
-                             "interaction)", low=0.0, low_open=True, variational=True, typical=(0.5, 1.2))
+                             "interaction)", low=0.0, low_open=True, variational=True, typical=(0.5, 1.2), symbol="α")
     beta: float = parameter(0.4, unit="a₀*⁻¹", help="Padé–Jastrow β", low=0.0, variational=True,
-                            typical=(0.0, 1.0))
+                            typical=(0.0, 1.0), symbol="β")
     interaction: bool = parameter(True, help="the electron–electron Coulomb repulsion (without it the cusp-correct "
-                                  "Jastrow vanishes, and α = 1 is exact)")
-    jastrow: bool = parameter(True, help="the Padé–Jastrow factor (without it ψ_T = D↑ D↓)")
+                                  "Jastrow vanishes, and α = 1 is exact)", symbol="Coulomb repulsion")
+    jastrow: bool = parameter(True, help="the Padé–Jastrow factor (without it ψ_T = D↑ D↓)", symbol="Jastrow factor")
 
     def __post_init__(self):
         validate(self)

@@ -5,7 +5,8 @@
     >>> panel            # in Jupyter: controls, Run/Stop, progress bar, live plots
     >>> panel.run_sync() # or press Run (background thread) / Stop (pauses at the next block)
 
-Panels: :class:`BosonPanel` (trapped bosons, VMC), :class:`AtomPanel` (He, Be, Ne: VMC and fixed-node
+Panels: :class:`SystemPanel` (any registered system, its controls generated from the parameter
+metadata: ``SystemPanel("qdot", n=6)``), :class:`BosonPanel` (trapped bosons, VMC), :class:`AtomPanel` (He, Be, Ne: VMC and fixed-node
 DMC), :class:`MoleculePanel` (molecules in a Gaussian basis with RHF orbitals from PySCF, VMC and
 fixed-node DMC, energy next to E_RHF) and :class:`PrecisionPanel` (error per element of the orbital
 matrix product against its inner length, per arithmetic) and :class:`LatticePanel` (study 000's
@@ -21,11 +22,12 @@ from .atom_panel import AtomPanel
 from .bec_panel import BosonPanel
 from .fast import fast_mode
 from .plots import plot_energy_trace, plot_reblock, run_figure
+from .system_panel import SystemPanel
 
 _LAZY = {"MoleculePanel": ".molecule_panel", "PrecisionPanel": ".precision_panel", "LatticePanel": ".lattice_panel",
          "OrbitalsPanel": ".orbitals_panel"}
 
-__all__ = ["AtomPanel", "BosonPanel", "LatticePanel", "MoleculePanel", "OrbitalsPanel", "PrecisionPanel", "fast_mode",
+__all__ = ["SystemPanel", "AtomPanel", "BosonPanel", "LatticePanel", "MoleculePanel", "OrbitalsPanel", "PrecisionPanel", "fast_mode",
            "plot_energy_trace", "plot_reblock", "run_figure"]
 
 

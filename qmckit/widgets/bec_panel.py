@@ -1,292 +1,33 @@
-"""An ipywidgets panel for VMC of trapped hard-sphere bosons.
+"""An ipywidgets panel for VMC of trapped hard-sphere bosons (study 002).
 
-The panel holds no physics: it turns its controls into a :class:`qmckit.RunConfig` (which
-validates them) and drives a :class:`qmckit.VMCRun` block by block.
+:class:`BosonPanel` is :class:`~qmckit.widgets.SystemPanel` for the system ``"bec"``: its controls
+N, λ, a, α come from :class:`~qmckit.systems.bec.BosonParams`' metadata, the run settings and the
+Run/Stop/continue machinery from :class:`SystemPanel`. No physics lives here.
 
-Threading
----------
-*Run* starts :meth:`VMCRun.blocks` in a background ``threading.Thread``. After every block the
-thread moves the progress bar, calls the hooks registered with :meth:`BosonPanel.on_block`, and
-(at most every ``redraw_interval`` seconds, and always at the end) re-renders the figure into an
-``ipywidgets.Output`` by replacing its ``outputs`` (a PNG drawn with the Agg canvas, no pyplot),
-which is safe from a thread. *Stop* sets a ``threading.Event``; ``blocks`` sees it at the next
-block boundary and returns, leaving the run paused. *Run* then continues that run if the
-controls still describe it (same numbers as an uninterrupted run), or starts a new one if any
-control changed.
+    >>> from qmckit.widgets import BosonPanel
+    >>> panel = BosonPanel(n=20, alpha=0.495)
+    >>> panel            # in Jupyter; or panel.run_sync()
 """
 from __future__ import annotations
 
-import math
-import threading
-import time
-import warnings
-from dataclasses import asdict
+from .system_panel import FAST_SIZES, FULL_SIZES, SystemPanel
 
-import ipywidgets as widgets
-
-from ..runs import RunConfig, VMCRun, make_run
-from ..stats import estimate, format_value_error
-from .fast import fast_mode
-from .plots import figure_png, png_output, run_figure
-
-FAST_SIZES = {"walkers": 40, "steps": 200}
-FULL_SIZES = {"walkers": 200, "steps": 2000}
-
-_DESC = {"description_width": "70px"}
+__all__ = ["BosonPanel", "FAST_SIZES", "FULL_SIZES"]
 
 
-def _float(description, value, tooltip):
-    return widgets.FloatText(value=value, description=description, tooltip=tooltip, style=_DESC,
-                             layout=widgets.Layout(width="210px"))
-
-
-def _int(description, value, tooltip, low=None, high=None):
-    if low is None:
-        return widgets.IntText(value=value, description=description, tooltip=tooltip, style=_DESC,
-                               layout=widgets.Layout(width="210px"))
-    return widgets.BoundedIntText(value=value, min=low, max=high, description=description, tooltip=tooltip,
-                                  style=_DESC, layout=widgets.Layout(width="210px"))
-
-
-class BosonPanel:
+class BosonPanel(SystemPanel):
     """Controls, Run/Stop, progress bar, status line and live plots for a trapped-boson VMC run.
 
-    Keyword arguments set the initial values of the controls; ``walkers`` and ``steps`` default
-    to 40 × 200 in fast mode (``QMCKIT_FAST=1``) and 200 × 2000 otherwise.
+    Keyword arguments set the initial values of the controls; parameters not given take the
+    defaults of :class:`~qmckit.systems.bec.BosonParams`. ``walkers`` and ``steps`` default to
+    40 × 200 in fast mode (``QMCKIT_FAST=1``) and 200 × 2000 otherwise.
 
-    Attributes: the controls ``n, lam, a, alpha, sampler, dt, walkers, steps, seed``; the
-    buttons ``run_button, stop_button``; ``progress`` (IntProgress, one step per block);
-    ``status`` (Label); ``plot`` (Output); ``widget`` (the whole VBox); ``last_run`` (the last
-    :class:`VMCRun`, or None); ``thread`` (the last background thread, or None); ``error`` (the
-    exception of the last failed attempt, or None).
+    Attributes: the controls ``n, lam, a, alpha, sampler, dt, walkers, steps, seed`` and those of
+    :class:`SystemPanel`.
     """
 
-    def __init__(self, *, n: int = 20, lam: float = 1.0, a: float = 0.00433, alpha: float = 0.495,
-                 sampler: str = "drift", dt: float = 0.05, walkers: int | None = None,
-                 steps: int | None = None, seed: int = 1, redraw_interval: float = 0.5):
-        sizes = FAST_SIZES if fast_mode() else FULL_SIZES
-        self.redraw_interval = float(redraw_interval)
-
-        self.n = _int("N", n, "number of bosons (≥ 1)")
-        self.lam = _float("λ", lam, "trap anisotropy ω_z/ω_⊥, typically 0.1–10 (√8 ≈ 2.828427 elliptic)")
-        self.a = _float("a", a, "hard-sphere diameter in a_⊥, typically 0–0.5 (0 = no interaction)")
-        self.alpha = _float("α", alpha, "variational parameter in a_⊥⁻², typically 0.1–2")
-        self.sampler = widgets.Dropdown(options=[("drift (importance sampling)", "drift"),
-                                                 ("brute (uniform moves)", "brute")],
-                                        value=sampler, description="sampler", style=_DESC,
-                                        layout=widgets.Layout(width="290px"),
-                                        tooltip="drift: Fokker–Planck importance sampling; brute: uniform "
-                                                "moves with the step tuned during equilibration")
-        self.dt = _float("Δt", dt, "time step of the drift sampler, typically 0.001–0.5")
-        self.walkers = _int("walkers", walkers or sizes["walkers"], "number of walkers", 1, 10**6)
-        self.steps = _int("sweeps", steps or sizes["steps"], "measured sweeps per walker", 1, 10**8)
-        self.seed = _int("seed", seed, "random seed (≥ 0): same inputs, same numbers", 0, 2**62)
-        self.sampler.observe(self._sampler_changed, names="value")
-        self._sampler_changed()
-
-        self.run_button = widgets.Button(description="Run", button_style="success", icon="play",
-                                         tooltip="start, or continue a stopped run with the same settings")
-        self.stop_button = widgets.Button(description="Stop", button_style="danger", icon="stop",
-                                          disabled=True, tooltip="pause at the next block boundary")
-        self.run_button.on_click(lambda _button: self.run())
-        self.stop_button.on_click(lambda _button: self.stop())
-        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="blocks", style=_DESC,
-                                            layout=widgets.Layout(width="330px"))
-        self.status = widgets.Label(value="ready: set the parameters and press Run",
-                                    layout=widgets.Layout(width="100%"))
-        self.plot = widgets.Output(layout=widgets.Layout(min_height="300px"))
-
-        header = widgets.HTML("<b>Trapped hard-sphere bosons — VMC</b> "
-                              "<span style='color:#666'>(lengths in a<sub>⊥</sub>, energies in "
-                              "ħω<sub>⊥</sub>)</span>")
-        controls = widgets.HBox([
-            widgets.VBox([self.n, self.lam, self.a, self.alpha]),
-            widgets.VBox([self.sampler, self.dt, self.walkers, self.steps, self.seed]),
-        ])
-        buttons = widgets.HBox([self.run_button, self.stop_button, self.progress])
-        self.widget = widgets.VBox([header, controls, buttons, self.status, self.plot])
-
-        self.last_run: VMCRun | None = None
-        self.thread: threading.Thread | None = None
-        self.error: Exception | None = None
-        self._stop = threading.Event()
-        self._hooks: list = []
-        self._paused: VMCRun | None = None  # the run a Stop left at a block boundary
-        self._last_draw = 0.0
-
-    # --- display ------------------------------------------------------------------------------
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-    def _sampler_changed(self, _change=None):
-        self.dt.disabled = self.sampler.value != "drift"
-
-    # --- public API ---------------------------------------------------------------------------
-    def config(self) -> RunConfig:
-        """The :class:`RunConfig` the controls describe (raises ``ValueError`` for bad input)."""
-        return RunConfig(system="bec",
-                         params={"n": self.n.value, "lam": self.lam.value, "a": self.a.value,
-                                 "alpha": self.alpha.value},
-                         sampler=self.sampler.value, dt=self.dt.value, walkers=self.walkers.value,
-                         steps=self.steps.value, seed=self.seed.value)
-
-    @property
-    def running(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
-
-    def on_block(self, callback) -> None:
-        """Call ``callback(done, total)`` after every block, in the thread that runs it."""
-        self._hooks.append(callback)
-
-    def run(self, blocking: bool = False):
-        """Start (or continue) the run the controls describe.
-
-        ``blocking=False`` (the Run button): in a background thread, returned (None if nothing
-        started). ``blocking=True``: in the calling thread, returning ``last_run.result()`` (None
-        if the input was bad or the run was stopped). Bad input never raises: its one-line
-        message goes to the status label (and ``self.error``).
-        """
-        if self.running:
-            self.status.value = "a run is in progress: press Stop first"
-            return None
-        run = self._prepare()
-        if run is None:
-            return None
-        if blocking:
-            if not self._drive(run, reraise=True):
-                return None
-            with warnings.catch_warnings():  # a short run's warning is already in the status line
-                warnings.simplefilter("ignore", RuntimeWarning)
-                return run.result()
-        self.thread = threading.Thread(target=self._drive, args=(run,), name="qmckit-BosonPanel", daemon=True)
-        self.thread.start()
-        return self.thread
-
-    def run_sync(self):
-        """``run(blocking=True)``: run in the calling thread (tests, notebook fast mode)."""
-        return self.run(blocking=True)
-
-    def stop(self) -> None:
-        """Ask the run to pause at the next block boundary (Run continues it)."""
-        self._stop.set()
-        if self.running:
-            self.status.value = "stopping at the end of the current block…"
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the background run to end; True if it has."""
-        if self.thread is not None:
-            self.thread.join(timeout)
-        return not self.running
-
-    def figure(self):
-        """A fresh matplotlib ``Figure`` of the last run (energy trace and reblocking plot)."""
-        run = self.last_run
-        series = run.energy_series() if run is not None else []
-        unit = run.system.energy_unit if run is not None else ""
-        return run_figure(series, unit=unit)
-
-    # --- internals ----------------------------------------------------------------------------
-    def _fail(self, exc: Exception) -> None:
-        self.error = exc
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if not isinstance(exc, ValueError):
-            message = f"{type(exc).__name__}: {message}"
-        self.status.value = f"error: {message}"
-        self.progress.bar_style = "danger"
-
-    def _make_run(self, config):
-        return make_run(config)  # VMC here; DMCPanel's config asks for DMC
-
-    def _prepare(self) -> VMCRun | None:
-        self.error = None
-        try:
-            config = self.config()
-            previous = self.last_run
-            if previous is not None and previous is self._paused and asdict(previous.config) == asdict(config):
-                run = previous  # a stopped run with unchanged settings: continue it
-            else:
-                run = self._make_run(config)
-        except ValueError as exc:
-            self._fail(exc)
-            return None
-        self.last_run = run
-        self._stop.clear()
-        self.progress.max = config.n_blocks
-        self.progress.value = run.blocks_done
-        self.progress.bar_style = "info"
-        return run
-
-    def _drive(self, run: VMCRun, reraise: bool = False) -> bool:
-        """Run the remaining blocks of ``run``; True if it finished."""
-        self.run_button.disabled = True
-        self.stop_button.disabled = False
-        self._paused = None
-        self._last_draw = 0.0
-        try:
-            if not run.equilibrated:
-                self.status.value = (f"equilibrating {run.config.equilibration} sweeps "
-                                     "(the first run also compiles the kernels)…")
-            for done, total in run.blocks(stop=self._stop):
-                self.progress.value = done
-                for hook in list(self._hooks):
-                    hook(done, total)
-                now = time.perf_counter()
-                if done < total and now - self._last_draw >= self.redraw_interval:
-                    self._last_draw = now
-                    self.status.value = self._summary(run, prefix=f"block {done}/{total}")
-                    self._redraw(run)
-            finished = run.blocks_done >= run.config.n_blocks
-            if finished:
-                self.progress.bar_style = "success"
-                self.status.value = self._summary(run, prefix="done", elapsed=run.wall_s)
-            else:
-                self._paused = run  # stopped cleanly at a block boundary: Run may continue it
-                self.progress.bar_style = "warning"
-                self.status.value = self._summary(
-                    run, prefix=f"stopped after block {run.blocks_done}/{run.config.n_blocks}",
-                    suffix="Run continues (change a setting to start afresh)")
-            self._redraw(run)
-        except Exception as exc:  # noqa: BLE001 - shown in the status line instead of a traceback
-            self._fail(exc)
-            if reraise and not isinstance(exc, ValueError):
-                raise
-            return False
-        finally:
-            self.run_button.disabled = False
-            self.stop_button.disabled = True
-        return finished
-
-    def _summary(self, run: VMCRun, prefix: str, elapsed: float | None = None, suffix: str = "") -> str:
-        parts = [prefix]
-        if run.blocks_done:
-            series = run.energy_series()
-            caught = []
-            if series.size >= 2:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", RuntimeWarning)
-                    est = estimate(series)
-                parts.append(f"{self._energy_label(run)} = {format_value_error(est.mean, est.error)} "
-                             f"{run.system.energy_unit}")
-                if est.error > 0 and math.isfinite(est.tau):
-                    parts.append(f"τ = {est.tau:.1f}")
-            parts.append(f"{series.size} sweeps × {self._population(run)}")
-            parts.append(f"acceptance {run.acceptance:.3f}")
-            if caught:
-                parts.append("few blocks: the error may be underestimated")
-        if elapsed is not None:
-            parts.append(f"{elapsed:.1f} s")
-        if suffix:
-            parts.append(suffix)
-        return " · ".join(parts)
-
-    @staticmethod
-    def _energy_label(run) -> str:
-        return "E/N" if run.system.energy_key == "energy_per_particle" else "E"
-
-    @staticmethod
-    def _population(run) -> str:
-        return f"{run.config.walkers} walkers"
-
-    def _redraw(self, run: VMCRun) -> None:
-        fig = run_figure(run.energy_series(), unit=run.system.energy_unit)
-        self.plot.outputs = (png_output(figure_png(fig), text="<energy trace and reblocking plot>"),)
+    def __init__(self, *, sampler: str = "drift", dt: float = 0.05, walkers: int | None = None,
+                 steps: int | None = None, seed: int = 1, redraw_interval: float = 0.5, methods=("vmc",),
+                 title: str = "Trapped hard-sphere bosons — VMC", **params):
+        super().__init__("bec", methods=methods, sampler=sampler, dt=dt, walkers=walkers, steps=steps, seed=seed,
+                         redraw_interval=redraw_interval, title=title, **params)

@@ -12,9 +12,6 @@ become a :class:`qmckit.RunConfig`, which validates them, and :func:`qmckit.runs
 """
 from __future__ import annotations
 
-import ipywidgets as widgets
-
-from ..runs import RunConfig
 from .bec_panel import BosonPanel
 from .fast import fast_mode
 from .plots import figure_png, png_output, run_figure
@@ -36,26 +33,12 @@ class DMCPanel(BosonPanel):
         sizes = DMC_FAST_SIZES if fast_mode() else DMC_FULL_SIZES
         kwargs.pop("sampler", None)
         super().__init__(sampler="drift", dt=dt, walkers=walkers or sizes["walkers"],
-                         steps=steps or sizes["steps"], **kwargs)
-        self.sampler.disabled = True  # DMC always moves walkers by drift–diffusion
-        self.walkers.description = "walkers"
+                         steps=steps or sizes["steps"], methods=("dmc",),
+                         title="Trapped hard-sphere bosons — DMC (mixed estimator, one point per DMC step)",
+                         **kwargs)
         self.walkers.tooltip = "DMC population target"
-        self.steps.description = "steps"
         self.steps.tooltip = "measured DMC steps"
-        self.dt.description = "Δτ"
         self.dt.tooltip = "DMC time step Δτ (1/ω_⊥), typically 0.001–0.02; the result has an O(Δτ) bias"
-        header = widgets.HTML("<b>Trapped hard-sphere bosons — DMC</b> "
-                              "<span style='color:#666'>(lengths in a<sub>⊥</sub>, energies in "
-                              "ħω<sub>⊥</sub>; mixed estimator, one point per DMC step)</span>")
-        self.widget.children = (header,) + tuple(self.widget.children[1:])
-
-    def config(self) -> RunConfig:
-        """The DMC :class:`RunConfig` the controls describe (raises ``ValueError`` for bad input)."""
-        return RunConfig(system="bec", method="dmc",
-                         params={"n": self.n.value, "lam": self.lam.value, "a": self.a.value,
-                                 "alpha": self.alpha.value},
-                         dt=self.dt.value, walkers=self.walkers.value, steps=self.steps.value,
-                         seed=self.seed.value)
 
     def figure(self):
         """A fresh matplotlib ``Figure`` of the last run (mixed energy of every step, reblocking)."""

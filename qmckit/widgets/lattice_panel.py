@@ -1,9 +1,10 @@
 """An ipywidgets panel for lattice VMC of the projected d-wave RVB state of the t–J model (study 000).
 
-:class:`LatticePanel` reuses :class:`~qmckit.widgets.BosonPanel`'s Run/Stop/continue machinery
-(background thread, ``threading.Event`` checked at block boundaries, progress bar, live plot drawn
-with the Agg canvas) with its own controls: cluster kind and side L, hole doping x, exchange J,
-variational gap Δ and chemical potential μ, Markov chains, measured sweeps, seed and backend. It
+:class:`LatticePanel` is :class:`~qmckit.widgets.SystemPanel` for the system ``"lattice"`` (background
+thread, ``threading.Event`` checked at block boundaries, progress bar, live plot drawn with the Agg
+canvas): cluster kind and side L, hole doping x, exchange J, variational gap Δ and chemical potential μ
+(controls from :class:`~qmckit.systems.lattice_rvb.LatticeParams`' metadata), Markov chains, measured
+sweeps, seed and backend. It
 shows the energy per site of every sweep (chain average) with its running mean and reblocking
 plot, and, when the run ends, a result line ``E/N_s = mean ± error`` with the kinetic and exchange
 parts.
@@ -28,18 +29,18 @@ import ipywidgets as widgets
 
 from ..methods.lattice_vmc import BACKENDS, LatticeRun, LatticeRunConfig
 from ..stats import format_value_error
-from ..systems.clusters import KINDS
-from .bec_panel import _DESC, BosonPanel, _float, _int
+from .controls import DESCRIPTION_STYLE
 from .fast import fast_mode
 from .plots import figure_png, png_output, run_figure
+from .system_panel import SystemPanel
 
 LATTICE_FAST_SIZES = {"chains": 8, "sweeps": 200}
 LATTICE_FULL_SIZES = {"chains": 32, "sweeps": 2000}
-_BOSON_CONTROLS = ("n", "lam", "a", "alpha", "sampler", "dt")  # built by BosonPanel, not used here
+_CONTINUUM_CONTROLS = ("sampler", "dt")  # run settings of continuum walkers, built by SystemPanel, not used here
 _LABEL = "E/N_s"
 
 
-class LatticePanel(BosonPanel):
+class LatticePanel(SystemPanel):
     """Controls, Run/Stop, progress bar, status line, result line and live plots for a lattice VMC run.
 
     Keyword arguments set the initial controls; the physics defaults are study 000's Table 6.1
@@ -59,26 +60,17 @@ class LatticePanel(BosonPanel):
                  mu: float = 0.0, chains: int | None = None, sweeps: int | None = None, seed: int = 1,
                  backend: str = "cpu", redraw_interval: float = 0.5):
         sizes = LATTICE_FAST_SIZES if fast_mode() else LATTICE_FULL_SIZES
-        super().__init__(walkers=chains or sizes["chains"], steps=sweeps or sizes["sweeps"], seed=seed,
-                         redraw_interval=redraw_interval)
-        for name in _BOSON_CONTROLS:
+        super().__init__("lattice", names=("kind", "L", "doping", "J", "delta", "mu"), methods=("vmc",),
+                         walkers=chains or sizes["chains"], steps=sweeps or sizes["sweeps"], seed=seed,
+                         redraw_interval=redraw_interval, L=L, kind=kind, doping=doping, J=J, delta=delta, mu=mu)
+        for name in _CONTINUUM_CONTROLS:
             delattr(self, name)
-        self.kind = widgets.Dropdown(options=[("tilted L²+1 (periodic)", "tilted"),
-                                              ("square L×L (antiperiodic x)", "square")],
-                                     value=kind if kind in KINDS else KINDS[0], description="cluster", style=_DESC,
-                                     layout=widgets.Layout(width="290px"),
-                                     tooltip="tilted: study 000's L²+1 cluster, L odd; square: L×L, L even")
-        self.L = _int("L", L, "cluster side: tilted L²+1 sites (L odd) or square L×L", 2, 99)
-        self.doping = _float("doping x", doping, "hole doping x in [0, 1): N_e = the even integer nearest N_s(1 − x)")
-        self.J = _float("J", J, "exchange J ≥ 0 (units of t)")
-        self.delta = _float("Δ", delta, "d-wave variational gap Δ ≥ 0: Δ_k = (Δ/2)(cos kx − cos ky); 0 = Fermi sea")
-        self.mu = _float("μ", mu, "variational chemical potential μ (units of t)")
         self.chains = self.walkers
         self.chains.description, self.chains.tooltip = "chains", "Markov chains (study 000: 32)"
         self.sweeps = self.steps
         self.sweeps.description, self.sweeps.tooltip = "sweeps", "measured sweeps per chain (N_e proposals each)"
         self.backend = widgets.Dropdown(options=list(BACKENDS), value=backend if backend in BACKENDS else "cpu",
-                                        description="backend", style=_DESC, layout=widgets.Layout(width="210px"),
+                                        description="backend", style=DESCRIPTION_STYLE, layout=widgets.Layout(width="210px"),
                                         tooltip="cpu (numba), cuda (a GPU), auto (cuda when there is one)")
         self.result_line = widgets.HTML(value="", layout=widgets.Layout(width="100%"))
         header = widgets.HTML("<b>t–J model: projected d-wave RVB state — lattice VMC</b> "
@@ -91,15 +83,16 @@ class LatticePanel(BosonPanel):
         buttons, status, plot = self.widget.children[2:]
         self.widget.children = (header, controls, buttons, status, self.result_line, plot)
 
-    def _sampler_changed(self, _change=None):  # BosonPanel's sampler control is not used here
+    def _sampler_changed(self, _change=None):  # no sampler control here
+        pass
+
+    def _method_changed(self, _change=None):  # lattice chains: VMC only
         pass
 
     # --- public API ---------------------------------------------------------------------------
     def config(self) -> LatticeRunConfig:
         """The :class:`LatticeRunConfig` the controls describe (raises ``ValueError`` for bad input)."""
-        params = {"L": self.L.value, "kind": self.kind.value, "doping": self.doping.value, "J": self.J.value,
-                  "delta": self.delta.value, "mu": self.mu.value}
-        return LatticeRunConfig(params=params, chains=self.chains.value, steps=self.sweeps.value,
+        return LatticeRunConfig(params=self.parameter_values(), chains=self.chains.value, steps=self.sweeps.value,
                                 seed=self.seed.value, backend=self.backend.value)
 
     def figure(self):

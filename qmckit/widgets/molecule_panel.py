@@ -1,7 +1,7 @@
 """An ipywidgets panel for VMC and fixed-node DMC of closed-shell molecules in a Gaussian basis (study 001).
 
-:class:`MoleculePanel` reuses :class:`~qmckit.widgets.BosonPanel`'s Run/Stop/continue machinery,
-progress bar and live plots with its own controls: molecule (the built-in geometries of
+:class:`MoleculePanel` is :class:`~qmckit.widgets.SystemPanel` for the system ``"molecule"``, with
+the Run/Stop/continue machinery, progress bar and live plots, and these controls: molecule (the built-in geometries of
 :func:`qmckit.systems.molecule.builtin_molecules`), basis set, Jastrow factor on/off, method
 (VMC or fixed-node DMC), Δτ, walkers, steps and seed. Next to the QMC energy it shows the RHF energy
 that PySCF computed for the same orbitals: with the Jastrow factor off, VMC samples the bare RHF
@@ -28,9 +28,10 @@ from ..runs import RunConfig
 from ..stats import format_value_error
 from ..systems.gaussian_basis import PySCFMissing, require_pyscf
 from ..systems.molecule import builtin_molecules
-from .bec_panel import _DESC, BosonPanel
+from .controls import DESCRIPTION_STYLE
 from .fast import fast_mode
 from .plots import figure_png, png_output, run_figure
+from .system_panel import SystemPanel
 
 # a drift time step per built-in molecule (ħ/E_h): the heaviest nucleus Z sets the scale ~1/Z²
 DEFAULT_DT = {"h2": 0.05, "h2o": 0.01, "ne": 0.005, "acetic-acid": 0.01}
@@ -50,7 +51,7 @@ def pyscf_missing() -> str | None:
     return None
 
 
-class MoleculePanel(BosonPanel):
+class MoleculePanel(SystemPanel):
     """Controls, Run/Stop, progress bar, status line, an energy-vs-RHF line and live plots for a molecule.
 
     Keyword arguments set the initial controls. ``molecule`` is a built-in name (``h2``, ``h2o``,
@@ -71,25 +72,23 @@ class MoleculePanel(BosonPanel):
         if molecule not in names:
             raise ValueError(f"molecule must be one of {', '.join(names)}, got {molecule!r}")
         sizes = MOLECULE_FAST_SIZES if fast_mode() else MOLECULE_FULL_SIZES
-        super().__init__(sampler="drift", dt=dt if dt is not None else DEFAULT_DT.get(molecule, FALLBACK_DT),
+        super().__init__("molecule", names=("jastrow",), method=method, sampler="drift",
+                         dt=dt if dt is not None else DEFAULT_DT.get(molecule, FALLBACK_DT),
                          walkers=walkers or sizes["walkers"], steps=steps or sizes["steps"], seed=seed,
-                         redraw_interval=redraw_interval)
-        self.molecule = widgets.Dropdown(options=names, value=molecule, description="molecule", style=_DESC,
-                                         layout=widgets.Layout(width="240px"),
-                                         tooltip="built-in geometry (data/molecules/NAME.xyz)")
+                         redraw_interval=redraw_interval, jastrow=jastrow)
+        # the geometry and basis as lists of the built-in molecules and common bases (any name PySCF
+        # knows can be typed); their help comes from the metadata like every other control's
+        help_of = {info.name: info.describe() for info in self.system_class.parameters()}
+        self.molecule = widgets.Dropdown(options=names, value=molecule, description="molecule",
+                                         style=DESCRIPTION_STYLE, layout=widgets.Layout(width="240px"),
+                                         tooltip=help_of["xyz"])
         self.basis = widgets.Combobox(value=str(basis), options=list(BASES), ensure_option=False,
-                                      description="basis", style=_DESC, layout=widgets.Layout(width="240px"),
-                                      placeholder="e.g. cc-pvdz",
-                                      tooltip="Gaussian basis set (Cartesian functions); any name PySCF knows")
-        self.jastrow = widgets.Checkbox(value=bool(jastrow), description="Jastrow factor (e–e and e–n Padé)",
-                                        indent=False)
-        self.method = widgets.Dropdown(options=[("VMC", "vmc"), ("fixed-node DMC", "dmc")], value=method,
-                                       description="method", style=_DESC, layout=widgets.Layout(width="290px"))
+                                      description="basis", style=DESCRIPTION_STYLE,
+                                      layout=widgets.Layout(width="240px"), placeholder="e.g. cc-pvdz",
+                                      tooltip=help_of["basis"])
         self.dt.tooltip = "time step (ħ/E_h); heavier nuclei need smaller steps (Ne: ≤ 0.005)"
         self.comparison = widgets.HTML(value="")
         self.molecule.observe(self._molecule_changed, names="value")
-        self.method.observe(self._method_changed, names="value")
-        self._method_changed()
 
         self.pyscf_message = pyscf_missing()
         if self.pyscf_message is not None:
@@ -109,13 +108,6 @@ class MoleculePanel(BosonPanel):
     def _molecule_changed(self, change) -> None:
         self.dt.value = DEFAULT_DT.get(change["new"], FALLBACK_DT)
 
-    def _method_changed(self, _change=None) -> None:
-        dmc = self.method.value == "dmc"
-        if dmc:
-            self.sampler.value = "drift"  # DMC moves walkers by drift–diffusion
-        self.sampler.disabled = dmc
-        self.dt.description = "Δτ" if dmc else "Δt"
-
     def config(self) -> RunConfig:
         """The :class:`RunConfig` the controls describe (raises ``ValueError`` for bad input,
         including a missing PySCF and a basis set PySCF does not know)."""
@@ -124,7 +116,7 @@ class MoleculePanel(BosonPanel):
         try:
             return RunConfig(system="molecule", method=self.method.value,
                              params={"xyz": self.molecule.value, "basis": self.basis.value,
-                                     "jastrow": bool(self.jastrow.value)},
+                                     **self.parameter_values()},
                              sampler=self.sampler.value, dt=self.dt.value, walkers=self.walkers.value,
                              steps=self.steps.value, seed=self.seed.value)
         except ValueError:

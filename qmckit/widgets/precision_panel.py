@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 
 from .. import precision as P
 from ..systems.molecule import builtin_molecules
-from .bec_panel import _DESC, _int
+from .controls import DESCRIPTION_STYLE, int_control
 from .fast import fast_mode
 from .molecule_panel import BASES, pyscf_missing
 from .plots import figure_png, png_output
@@ -115,23 +115,23 @@ class PrecisionPanel:
         self.pyscf_message = pyscf_missing()
         kinds = [k for k in KIND_OPTIONS if k[1] != "molecule" or self.pyscf_message is None]
         self.arithmetics = widgets.SelectMultiple(options=ARITHMETIC_OPTIONS, value=tuple(arithmetics), rows=5,
-                                                  description="arithmetic", style=_DESC,
+                                                  description="arithmetic", style=DESCRIPTION_STYLE,
                                                   layout=widgets.Layout(width="330px"))
         self.kind = widgets.Dropdown(options=kinds, value=kind if kind in [v for _, v in kinds] else "uniform",
-                                     description="matrices", style=_DESC, layout=widgets.Layout(width="400px"))
-        self.stat = widgets.Dropdown(options=STAT_OPTIONS, value=stat, description="per element", style=_DESC,
+                                     description="matrices", style=DESCRIPTION_STYLE, layout=widgets.Layout(width="400px"))
+        self.stat = widgets.Dropdown(options=STAT_OPTIONS, value=stat, description="per element", style=DESCRIPTION_STYLE,
                                      layout=widgets.Layout(width="330px"))
-        self.k_min = _int("K min", k_min if k_min is not None else sizes["k_min"], "shortest inner length (≥ 1)")
-        self.k_max = _int("K max", k_max if k_max is not None else sizes["k_max"],
+        self.k_min = int_control("K min", k_min if k_min is not None else sizes["k_min"], "shortest inner length (≥ 1)")
+        self.k_max = int_control("K max", k_max if k_max is not None else sizes["k_max"],
                           f"longest inner length (≤ {MAX_LENGTH})")
-        self.points = _int("points", points or sizes["points"], "inner lengths, evenly spaced in log K", 1, 50)
-        self.trials = _int("pairs", trials or sizes["trials"], "matrix pairs per point (pooled)", 1, 100)
-        self.seed = _int("seed", seed, "random seed (≥ 0): same inputs, same numbers", 0, 2**62)
+        self.points = int_control("points", points or sizes["points"], "inner lengths, evenly spaced in log K", 1, 50)
+        self.trials = int_control("pairs", trials or sizes["trials"], "matrix pairs per point (pooled)", 1, 100)
+        self.seed = int_control("seed", seed, "random seed (≥ 0): same inputs, same numbers", 0, 2**62)
         names = builtin_molecules()
         self.molecule = widgets.Dropdown(options=names, value=molecule if molecule in names else names[0],
-                                         description="molecule", style=_DESC, layout=widgets.Layout(width="240px"))
+                                         description="molecule", style=DESCRIPTION_STYLE, layout=widgets.Layout(width="240px"))
         self.bases = widgets.SelectMultiple(options=BASES, value=tuple(b for b in bases if b in BASES), rows=5,
-                                            description="bases", style=_DESC, layout=widgets.Layout(width="240px"),
+                                            description="bases", style=DESCRIPTION_STYLE, layout=widgets.Layout(width="240px"),
                                             tooltip="one point per basis set: K = its number of basis functions")
         self.kind.observe(self._kind_changed, names="value")
         self.stat.observe(lambda _change: self._redraw(), names="value")
@@ -142,7 +142,7 @@ class PrecisionPanel:
                                           tooltip="stop after the current inner length; the plot keeps what is done")
         self.run_button.on_click(lambda _button: self.run())
         self.stop_button.on_click(lambda _button: self.stop())
-        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="points", style=_DESC,
+        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="points", style=DESCRIPTION_STYLE,
                                             layout=widgets.Layout(width="330px"))
         note = "" if self.pyscf_message is None else f" (molecule matrices unavailable: {self.pyscf_message})"
         self.status = widgets.Label(value="ready: choose the arithmetics and the matrices and press Run" + note,
