@@ -204,7 +204,7 @@ def twin_vmc(el, fixed_node, pool, W, n_sweeps):
 
 
 def twin_dmc(pool, W, steps):
-    from qmckit.backends.cuda_driver import CudaVMC
+    from qmckit.samplers.cuda import CudaSampler as CudaVMC
     from qmckit.methods.dmc import DMC
 
     system = Atom(element="Be")
@@ -369,7 +369,7 @@ def energies_on_gpu(W, steps, equilibration, budget, report):
     log(f"\n## (e) VMC energies on the GPU: RunConfig(backend='cuda'), {W} walkers × {steps} sweeps "
         f"after {equilibration}")
     if cuda_atom.simulated():  # the simulator is no GPU: let RunConfig's availability check pass
-        from qmckit.backends import cuda_driver
+        from qmckit.samplers import cuda as cuda_driver
 
         cuda_driver.cuda_available = lambda system: True
     for k, el in enumerate(ELEMENTS):

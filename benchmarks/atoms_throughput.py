@@ -108,7 +108,7 @@ GOAL_PYQMC_RATIO = 3.0
 H2O_DT = 0.02
 PYQMC_VERSION = "0.8.1"
 SOURCES = ("qmckit/systems/atom.py", "qmckit/systems/molecule.py", "qmckit/systems/gaussian_basis.py",
-           "qmckit/systems/slater.py", "qmckit/methods/vmc.py", "qmckit/backends/cuda_atom.py", "qmckit/rng.py")
+           "qmckit/systems/slater.py", "qmckit/backends/cpu_kernels.py", "qmckit/backends/cuda_atom.py", "qmckit/rng.py")
 
 
 def source_hashes() -> dict:

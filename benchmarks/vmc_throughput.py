@@ -347,7 +347,7 @@ def source_fingerprint():
     import qmckit
     root = Path(qmckit.__file__).resolve().parent
     out = {}
-    for rel in ("systems/bec.py", "methods/vmc.py", "rng.py"):
+    for rel in ("systems/bec.py", "backends/cpu_kernels.py", "rng.py"):
         try:
             out[rel] = hashlib.sha256((root / rel).read_bytes()).hexdigest()[:12]
         except OSError:

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .methods.dmc import DMC
-from .methods.vmc import SAMPLERS, VMC, variant_flags
+from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, variant_flags
 from .observables import DensityHistogram, density_summary
 from .stats import estimate
 from .systems import make_system
@@ -67,7 +67,7 @@ class RunConfig:
     measure_every: int = 1              # VMC: sweeps between measurements (study 004's m); steps counts measurements
     target_acceptance: float = 0.5      # brute-force sampler: acceptance the step is tuned to
     green: str = "moved"            # study 002's deviations, for demonstrations only:
-    accept_uniform: str = "fresh"   # "all", "reuse" and "redraw" (see qmckit.methods.vmc)
+    accept_uniform: str = "fresh"   # "all", "reuse" and "redraw" (see qmckit.backends.cpu_kernels)
     hard_core: str = "reject"
 
     def __post_init__(self):
@@ -124,9 +124,7 @@ class RunConfig:
         if self.green == "all":
             require(system, "green_all", "green 'all' (study 002's all-particle Green's function)")
         if self.backend == "cuda":
-            from .backends.cuda_driver import cuda_available, sweeper_class
-
-            sweeper_class(system)  # ValueError if the system has no GPU kernels
+            check_gpu(system)  # Unsupported if the system has no GPU sampler
             if variant_flags(**self.variant_options()):
                 raise ValueError("backend cuda runs exact Metropolis–Hastings only; study 002's variants need cpu")
             if not cuda_available(system):
@@ -151,8 +149,6 @@ class RunConfig:
             return self.backend
         if variant_flags(**self.variant_options()) or self.density is not None:
             return "cpu"
-        from .backends.cuda_driver import cuda_available
-
         return "cuda" if cuda_available(make_system(self.system, **self.params)) else "cpu"
 
     def variant_options(self) -> dict:
@@ -185,15 +181,9 @@ class _Run:
         # otherwise copy 8N numbers per walker on the host at every step
         walkers = Walkers.from_positions(positions, walker_seq,
                                          0 if self.backend == "cuda" else self.system.cache_size())
-        if self.backend == "cuda":
-            from .backends.cuda_driver import CudaVMC
-
-            self.vmc = CudaVMC(self.system, walkers, sampler=config.sampler, dt=config.dt, step=config.step,
-                               drift_cap=config.drift_cap, dtype=np.dtype(config.dtype))
-        else:
-            self.vmc = VMC(self.system, walkers, sampler=config.sampler, dt=config.dt, step=config.step,
-                           target_acceptance=config.target_acceptance, drift_cap=config.drift_cap,
-                           **config.variant_options())
+        self.vmc = make_sampler(self.system, walkers, self.backend, sampler=config.sampler, dt=config.dt,
+                                step=config.step, target_acceptance=config.target_acceptance,
+                                drift_cap=config.drift_cap, dtype=config.dtype, **config.variant_options())
         self.equilibrated = False
         self.blocks_done = 0
         self.density = config.make_density(self.system)
@@ -330,7 +320,7 @@ class VMCRun(_Run):
     SERIES = ("energy_mean", "energy_var", "acceptance")
 
     @property
-    def driver(self) -> VMC:
+    def driver(self):
         return self.vmc
 
     def __init__(self, config: RunConfig, checkpoint_path=None):

@@ -45,7 +45,7 @@ def _child() -> dict:
     warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
     warnings.filterwarnings("ignore", message=".*[Gg]rid size.*")
     from qmckit.backends import cuda_atom
-    from qmckit.backends.cuda_driver import CudaVMC, sweeper_class
+    from qmckit.samplers.cuda import CudaSampler as CudaVMC, sweeper_class
     from qmckit.methods.dmc import DMC
     from qmckit.methods.vmc import VMC
     from qmckit.systems import atom as atom_module
@@ -215,7 +215,7 @@ def _child() -> dict:
 
     # a whole run through RunConfig/make_run with backend cuda (the simulator is no GPU: let the
     # availability check pass) against the same run on the CPU
-    from qmckit.backends import cuda_driver
+    from qmckit.samplers import cuda as cuda_driver
     from qmckit.runs import RunConfig, make_run
 
     out["sweeper_class"] = sweeper_class(Atom()).__name__
@@ -279,7 +279,7 @@ def test_import_without_gpu_and_registration():
 
     assert cuda_atom.available() is False  # no GPU on development and CI machines
     assert Atom.capabilities.gpu == "qmckit.backends.cuda_atom:CudaAtomSweeper"
-    assert "VMC.sweep" in cuda_atom.CudaAtomSweeper.__doc__
+    assert "CpuSampler.sweep" in cuda_atom.CudaAtomSweeper.__doc__
 
 
 def test_import_without_numba_cuda():

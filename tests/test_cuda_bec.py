@@ -202,7 +202,7 @@ def test_import_without_gpu():
 
     assert cuda_bec.available() is False  # no GPU on development and CI machines
     sweeper_doc = cuda_bec.CudaBosonSweeper.__doc__
-    assert "VMC.sweep" in sweeper_doc
+    assert "CpuSampler.sweep" in sweeper_doc
 
 
 def test_import_without_numba_cuda():

@@ -9,7 +9,7 @@ MARKER = "CUDA_DMC_SIM="
 
 def _child() -> dict:
     import numpy as np
-    from qmckit.backends.cuda_driver import CudaVMC
+    from qmckit.samplers.cuda import CudaSampler as CudaVMC
     from qmckit.methods.dmc import DMC
     from qmckit.methods.vmc import VMC
     from qmckit.systems.bec import TrappedBosons

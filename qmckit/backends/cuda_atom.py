@@ -1,12 +1,12 @@
 """GPU (numba-cuda) sweep for the atoms He, Be, Ne (:mod:`qmckit.systems.atom`): one thread per walker, float64.
 
-The sweep is the one of :class:`qmckit.methods.vmc.VMC` — and the drift–diffusion part of DMC —
+The sweep is the one of :class:`qmckit.samplers.cpu.CpuSampler` — and the drift–diffusion part of DMC —
 step for step, with study 002's layout "one work-item per walker" (notes/002 §4): for every
 walker, electrons 0, 1, …, N−1 in turn get a single-electron proposal from the walker's own
 xoroshiro128+ stream (:mod:`qmckit.backends.cuda_rng`, the CPU's generator compiled for the GPU):
 
 * ``"drift"``: ∇_i ln ψ from the cache, the Umrigar–Nightingale–Runge drift cap s(g) (the CPU
-  driver's ``_drift_scale``, applied forward and backward), two ``normal_pair`` calls (x, y, z;
+  ``cpu_kernels.drift_scale``, applied forward and backward), two ``normal_pair`` calls (x, y, z;
   the fourth normal is discarded, as on the CPU), r' = r + Δt·s(g)·g + √Δt·χ, and the exact
   Metropolis–Hastings ratio with the moved electron's Green's function only;
 * ``"brute"``: three uniforms, r' = r + step·(u − ½);
@@ -21,7 +21,7 @@ the CPU) goes to ``energies[sweep, walker]``.
 The physics is not rewritten: ``recompute``, ``gradient``, ``test_move``, ``accept_move``,
 ``local_energy``, ``_orbitals`` and ``_en_pade`` (the optional e–n cusp factor) of
 :mod:`qmckit.systems.atom`, ``invert``, ``det_ratio`` and ``sherman_morrison_row`` of
-:mod:`qmckit.systems.slater` and the driver's ``_drift_scale`` are compiled a second time from
+:mod:`qmckit.systems.slater` and the ``cpu_kernels.drift_scale`` are compiled a second time from
 their own Python source as CUDA device functions (the technique of :mod:`qmckit.backends.cuda_rng`). The only name rebound is ``_views``: on the CPU it cuts one
 walker's cache row into (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP); on the GPU the "cache" passed
 in *is* that tuple already — strided views of the walker's slice of the global arrays below, and
@@ -110,8 +110,7 @@ _twin = cuda_import.device_twin
 @functools.lru_cache(maxsize=None)
 def _shared_twins() -> dict:
     """Device twins that do not depend on the e–n switch: the Slater helpers and the drift cap."""
-    from . import cuda_rng
-    from ..methods import vmc
+    from . import cpu_kernels, cuda_rng
     from ..systems import slater
 
     kw = cuda_rng._DEVICE_KW
@@ -119,8 +118,7 @@ def _shared_twins() -> dict:
     slater_twins = {name: _twin(getattr(slater, name), slater_ns, kw)
                     for name in ("invert", "det_ratio", "sherman_morrison_row")}
     slater_ns.update(slater_twins)
-    vmc_ns = dict(vars(vmc))
-    return {**slater_twins, "drift_scale": _twin(vmc._drift_scale, vmc_ns, kw)}
+    return {**slater_twins, "drift_scale": _twin(cpu_kernels.drift_scale, dict(vars(cpu_kernels)), kw)}
 
 
 def device_functions(en_cusp: bool = True) -> dict:
@@ -297,7 +295,7 @@ def _kernels(en_cusp: bool) -> dict:
 # --------------------------------------------------------------------------------------------
 class CudaAtomSweeper:
     """VMC sweeps of an atom (He, Be, Ne) on the GPU, one thread per walker, mirroring
-    :meth:`qmckit.methods.vmc.VMC.sweep` (and the drift–diffusion of DMC).
+    :meth:`qmckit.samplers.cpu.CpuSampler.sweep` (and the drift–diffusion of DMC).
 
     Positions (as ``(N, 3, W)``), the Slater–Jastrow cache (walker-fastest, see the module
     docstring) and RNG states (``(2, W)``) stay on the device between :meth:`sweep` calls;
@@ -309,7 +307,7 @@ class CudaAtomSweeper:
     system : :class:`qmckit.systems.atom.Atom` (its ``kernel_params`` carry the fixed-node flag)
     walkers : :class:`qmckit.walkers.Walkers` with positions (W, N, 3); host caches are optional
     sampler : "drift" | "brute"
-    dt, step, drift_cap : as for :class:`~qmckit.methods.vmc.VMC`
+    dt, step, drift_cap : as for :class:`~qmckit.samplers.cpu.CpuSampler`
     layout : "auto" | "thread" (one thread per walker; the only layout for atoms)
     dtype : np.float64 (the only precision for atoms)
     threads_per_block : threads per block (default 128)
@@ -390,13 +388,13 @@ class CudaAtomSweeper:
         """Copy positions and RNG states back into the Walkers object and return it.
 
         With ``recompute_caches`` (and host caches of the system's size) the CPU caches are rebuilt
-        from the new positions, so a CPU :class:`~qmckit.methods.vmc.VMC` can continue from here.
+        from the new positions, so a CPU :class:`~qmckit.samplers.cpu.CpuSampler` can continue from here.
         """
         w = self.walkers
         w.positions[...] = self._pos.copy_to_host().transpose(2, 0, 1)
         w.rng_states[...] = self._states.copy_to_host().T
         if recompute_caches and w.caches.shape[1] == self.system.cache_size():
-            from ..methods.vmc import kernels_for
+            from .cpu_kernels import kernels_for
 
             kernels_for(type(self.system)).recompute_all(w.positions, w.caches, self.system.kernel_params)
         return w

@@ -1,6 +1,6 @@
 """GPU (numba-cuda) VMC sweep for trapped hard-sphere bosons (:mod:`qmckit.systems.bec`).
 
-The sweep is the one of :class:`qmckit.methods.vmc.VMC` — and the drift–diffusion part of DMC —
+The sweep is the one of :class:`qmckit.samplers.cpu.CpuSampler` — and the drift–diffusion part of DMC —
 step for step, so that the CPU driver is this kernel's twin: for every walker, particles
 0, 1, …, N−1 in turn get a single-particle proposal, drawn from the walker's own xoroshiro128+
 stream (:mod:`qmckit.backends.cuda_rng` compiles :mod:`qmckit.rng`'s own source for the GPU):
@@ -139,7 +139,7 @@ def _kernels(dtype_name: str):
 
     @dev
     def drift_scale(vx, vy, vz, dt, cap):
-        # qmckit.methods.vmc._drift_scale: (√(1 + 2v²Δt) − 1)/(v²Δt), written without cancellation
+        # qmckit.backends.cpu_kernels.drift_scale: (√(1 + 2v²Δt) − 1)/(v²Δt), written without cancellation
         if cap == 0:
             return ONE
         v2dt = (vx * vx + vy * vy + vz * vz) * dt
@@ -596,7 +596,7 @@ def sweep_block_per_walker(dtype=np.float64):
 # host side
 # --------------------------------------------------------------------------------------------
 class CudaBosonSweeper:
-    """VMC sweeps of trapped bosons on the GPU, mirroring :meth:`qmckit.methods.vmc.VMC.sweep`.
+    """VMC sweeps of trapped bosons on the GPU, mirroring :meth:`qmckit.samplers.cpu.CpuSampler.sweep`.
 
     The walkers' positions (as ``(3, N, W)``, component-major) and RNG states (as ``(2, W)``) are
     copied to the device once and stay there between :meth:`sweep` calls; :meth:`to_host` copies
@@ -608,7 +608,7 @@ class CudaBosonSweeper:
     system : :class:`qmckit.systems.bec.TrappedBosons`
     walkers : :class:`qmckit.walkers.Walkers` with positions (W, N, 3)
     sampler : "drift" | "brute"
-    dt, step, drift_cap : as for :class:`~qmckit.methods.vmc.VMC`
+    dt, step, drift_cap : as for :class:`~qmckit.samplers.cpu.CpuSampler`
     layout : "auto" (thread for N ≤ 64, else block) | "thread" | "block"
     dtype : np.float64 | np.float32
     threads_per_block : thread layout: threads per block (default 128); block layout: threads per
@@ -674,13 +674,13 @@ class CudaBosonSweeper:
         """Copy positions (as float64) and RNG states back into the Walkers object and return it.
 
         With ``recompute_caches`` the CPU caches are rebuilt from the new positions, so a CPU
-        :class:`~qmckit.methods.vmc.VMC` can continue from here.
+        :class:`~qmckit.samplers.cpu.CpuSampler` can continue from here.
         """
         w = self.walkers
         w.positions[...] = self._pos.copy_to_host().transpose(2, 1, 0)
         w.rng_states[...] = self._states.copy_to_host().T
         if recompute_caches and w.caches.shape[1] == self.system.cache_size():
-            from ..methods.vmc import kernels_for
+            from .cpu_kernels import kernels_for
 
             kernels_for(type(self.system)).recompute_all(w.positions, w.caches, self.system.kernel_params)
         return w

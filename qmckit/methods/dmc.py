@@ -20,8 +20,8 @@ One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bo
 The mixed estimator of each step is Σ q E_L' / Σ q over the walkers before branching (the
 branching weights q are the walker weights); blocks are reblocked with those weights.
 
-The drift–diffusion runs on whichever driver is passed (:class:`~qmckit.methods.vmc.VMC` on the
-CPU, :class:`~qmckit.backends.cuda_driver.CudaVMC` on the GPU).
+The drift–diffusion runs on whichever sampler is passed (:mod:`qmckit.samplers`: the CPU sampler by
+default, the GPU sampler from :class:`~qmckit.runs.DMCRun` with ``backend="cuda"``).
 
 Guards: walkers whose energy is not finite are removed and counted, never averaged; when
 branching would exceed ``max_walkers`` the population is thinned evenly with a warning (and no
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import rng as _rng
-from .vmc import VMC
+from ..samplers import make_sampler
 
 
 @dataclass
@@ -82,12 +82,12 @@ class DMC:
     max_walkers : hard cap (default 2 × target)
     energy_cap, drift_cap : limit E_L in the branching factor / the drift (see module doc)
     seed : seed of the branching stream (int or ``numpy.random.SeedSequence``)
-    driver : a VMC-like driver to move the walkers (default: a CPU :class:`VMC` on ``walkers``). For a
+    driver : a sampler (:mod:`qmckit.samplers`) to move the walkers (default: the CPU sampler on ``walkers``). For a
         system with capability ``fixed_node`` (fermions: node crossings rejected) the default driver is
         built on ``system.for_dmc()``; a driver passed here must already have been built on
         ``system.for_dmc()`` (as :class:`~qmckit.runs.DMCRun` does)
     variants : study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
-        passed to :class:`~qmckit.methods.vmc.VMC`
+        passed to the default CPU sampler
     """
 
     def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
@@ -112,7 +112,7 @@ class DMC:
         self.energy_cap = energy_cap
         if driver is None:
             system = self.system = system.for_dmc()  # fixed node: moves that change the sign of ψ_T are rejected
-            driver = VMC(system, walkers, sampler="drift", dt=dt, drift_cap=drift_cap, **variants)
+            driver = make_sampler(system, walkers, "cpu", sampler="drift", dt=dt, drift_cap=drift_cap, **variants)
         elif driver.sampler != "drift" or driver.dt != self.dt:
             raise ValueError("driver must use the drift sampler with the DMC time step")
         self.driver = driver

@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 
 from .. import checkpoint as ckpt
-from ..backends import lattice_chains as chains_mod
+from ..samplers import lattice as chains_mod
 from ..rng import seed_states
 from ..stats import estimate
 from ..systems.lattice_rvb import LatticeRVB
@@ -72,20 +72,13 @@ class LatticeRunConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                 raise ValueError(f"{name} must be an integer ≥ {low}, got {value!r}")
-        if self.resolved_backend() == "cuda":
-            from ..backends import lattice_cuda
-
-            if not lattice_cuda.available():
-                raise ValueError("backend cuda: no CUDA GPU found (use cpu or auto)")
+        if self.resolved_backend() == "cuda" and not chains_mod.cuda_available():
+            raise ValueError("backend cuda: no CUDA GPU found (use cpu or auto)")
 
     def resolved_backend(self) -> str:
         if self.backend != "auto":
             return self.backend
-        try:
-            from ..backends import lattice_cuda
-        except ImportError:
-            return "cpu"
-        return "cuda" if lattice_cuda.available() else "cpu"
+        return "cuda" if chains_mod.cuda_available() else "cpu"
 
     @property
     def n_blocks(self) -> int:
@@ -112,11 +105,7 @@ class LatticeRun:
 
     def _make_chains(self, state, states):
         cfg = self.config
-        if self.backend == "cuda":
-            from ..backends.lattice_cuda import CudaChains
-
-            return CudaChains(self.system, state, states, cfg.moves_per_sweep, cfg.refresh_every)
-        return chains_mod.CpuChains(self.system, state, states, cfg.moves_per_sweep, cfg.refresh_every)
+        return chains_mod.make_chains(self.system, state, states, cfg.moves_per_sweep, cfg.refresh_every, self.backend)
 
     # --- running ------------------------------------------------------------------------------
     def equilibrate(self) -> None:

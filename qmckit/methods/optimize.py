@@ -2,8 +2,8 @@
 
 Generic over continuum systems: a parameter is changed by rebuilding the system with
 ``make_system(system.name, **(system.params.as_dict() | {name: value}))``, and the system's
-kernels (``recompute``, ``local_energy``, ``log_psi``) are called by name from templates that
-:mod:`qmckit.backends.specialise` compiles once per system class (cached on disk).
+kernels (``recompute``, ``local_energy``, ``log_psi``) are evaluated at stored configurations by
+:func:`qmckit.samplers.evaluate_configurations` (compiled once per system class, cached on disk).
 
     >>> from qmckit.systems import make_system
     >>> from qmckit.methods.optimize import optimize_parameter
@@ -48,58 +48,18 @@ Energies and variances are reported in the system's reporting normalisation (``E
 """
 from __future__ import annotations
 
-import functools
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 
-import numba as nb
 import numpy as np
 
-from ..backends.specialise import specialise
+from ..samplers import evaluate_configurations, make_sampler
 from ..stats import Estimate
 from ..systems import make_system
 from ..walkers import Walkers
-from .vmc import VMC
 
 TARGETS = ("energy", "variance")
-
-# E_L of a configuration that the new trial function forbids (ψ_v = 0, weight 0); never summed.
-_FORBIDDEN = np.nan
-
-
-# --- kernel template ---------------------------------------------------------------------------
-# A plain function that calls a system's kernels by name; qmckit.backends.specialise copies it into
-# a generated module per system, where those names are the system's kernels.
-
-def evaluate_configurations(configs, p, cache_size, log_psi_out, e_out):
-    """ln ψ and E_L of every configuration ``configs[k]`` (M, N, d), in parallel over k.
-
-    Each configuration gets a fresh scratch cache (recompute, then local_energy); a configuration
-    with ln ψ = −inf (forbidden by this parameter set) gets E_L = _FORBIDDEN.
-    """
-    for k in nb.prange(configs.shape[0]):
-        R = configs[k]
-        lp = log_psi(R, p)
-        log_psi_out[k] = lp
-        if lp > -np.inf:
-            cache = np.zeros(cache_size)
-            recompute(R, p, cache)
-            e_out[k] = local_energy(R, p, cache)
-        else:
-            e_out[k] = _FORBIDDEN
-
-
-_TEMPLATES = ("evaluate_configurations",)
-_PARALLEL = "@nb.njit(parallel=True, cache=True, error_model=\"numpy\")"
-
-
-@functools.lru_cache(maxsize=None)
-def kernels_for(system_class):
-    """The compiled (and disk-cached) optimisation kernels for one system class."""
-    return specialise(sys.modules[__name__], _TEMPLATES, ("_FORBIDDEN",), sys.modules[system_class.__module__],
-                      "KERNELS", dict.fromkeys(_TEMPLATES, _PARALLEL), tag="opt")
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -122,13 +82,9 @@ def evaluate(system, configs):
 
     E_L is the walker total (not divided by ``energy_scale``); NaN where ψ = 0.
     """
-    configs = np.ascontiguousarray(configs, dtype=np.float64)
+    configs = np.asarray(configs, dtype=np.float64)
     lead = configs.shape[:-2]
-    flat = configs.reshape((-1,) + configs.shape[-2:])
-    log_psi = np.empty(flat.shape[0])
-    e_loc = np.empty(flat.shape[0])
-    kernels_for(type(system)).evaluate_configurations(flat, system.kernel_params, int(system.cache_size()),
-                                                      log_psi, e_loc)
+    log_psi, e_loc = evaluate_configurations(system, configs.reshape((-1,) + configs.shape[-2:]))
     return log_psi.reshape(lead), e_loc.reshape(lead)
 
 
@@ -149,7 +105,7 @@ def sample_configurations(system, n_walkers: int = 100, n_samples: int = 100, th
     start_seq, walker_seq = seq.spawn(2)
     positions = system.initial_positions(int(n_walkers), np.random.default_rng(start_seq))
     walkers = Walkers.from_positions(positions, walker_seq, system.cache_size())
-    driver = VMC(system, walkers, sampler="drift", dt=dt)
+    driver = make_sampler(system, walkers, "cpu", sampler="drift", dt=dt)
     driver.equilibrate(int(equilibration))
     out = np.empty((int(n_samples),) + walkers.positions.shape)
     for s in range(int(n_samples)):

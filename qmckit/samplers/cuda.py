@@ -1,9 +1,10 @@
-"""A VMC driver whose sweeps run on the GPU: the same interface as :class:`qmckit.methods.vmc.VMC`.
+"""The GPU sampler: the interface of :mod:`qmckit.samplers` over a system's own CUDA sweeper.
 
-Runs (:mod:`qmckit.runs`) and DMC (:mod:`qmckit.methods.dmc`) drive either one. The system names
-its GPU sweeper in ``capabilities.gpu`` ("module:Class"); the sweeper keeps the walkers on the device
-and :meth:`CudaVMC.sync` copies them back into the host :class:`~qmckit.walkers.Walkers` (before a
-checkpoint, or before DMC branching). Study 002's Metropolis variants exist only on the CPU.
+Runs (:mod:`qmckit.runs`) and DMC (:mod:`qmckit.methods.dmc`) drive it like the CPU sampler. The system
+names its GPU sweeper in ``capabilities.gpu`` ("module:Class", a class in :mod:`qmckit.backends`); the
+sweeper keeps the walkers on the device and :meth:`CudaSampler.sync` copies them back into the host
+:class:`~qmckit.walkers.Walkers` (before a checkpoint, or before DMC branching). Study 002's Metropolis
+variants exist only on the CPU.
 """
 from __future__ import annotations
 
@@ -11,15 +12,16 @@ import importlib
 
 import numpy as np
 
-from ..methods.vmc import equilibrate, kernels_for, variant_flags
+from ..backends.cpu_kernels import kernels_for, variant_flags
 from ..rng import fork_from
+from ..systems.protocol import require
+from .cpu import equilibrate
 
 
 def sweeper_class(system):
-    """The GPU sweeper class of ``system`` (ValueError if it has none)."""
+    """The GPU sweeper class of ``system`` (:class:`~qmckit.systems.Unsupported` if it has none)."""
+    require(system, "gpu", "backend cuda")
     path = system.capabilities.gpu
-    if not path:
-        raise ValueError(f"backend cuda: no GPU kernels for system {system.name!r}")
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)
 
@@ -33,8 +35,8 @@ def cuda_available(system) -> bool:
     return bool(module.available())
 
 
-class CudaVMC:
-    """VMC on the GPU. Parameters as :class:`~qmckit.methods.vmc.VMC`, plus ``dtype`` and ``layout``."""
+class CudaSampler:
+    """Sweeps on the GPU. Parameters as :class:`~qmckit.samplers.cpu.CpuSampler`, plus ``dtype`` and ``layout``."""
 
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
                  target_acceptance: float = 0.5, drift_cap: bool = True, dtype=np.float64, layout: str = "auto",

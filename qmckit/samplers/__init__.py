@@ -1,0 +1,66 @@
+"""Samplers: how walkers move, behind one interface that the drivers (:mod:`qmckit.methods`, :mod:`qmckit.runs`) use.
+
+A sampler owns a walker ensemble (:class:`~qmckit.walkers.Walkers`) of one continuum system and offers
+
+    sweep(n_sweeps, measure=True) -> (energies (n_sweeps or 0, W), acceptance)
+        n sweeps of N single-particle moves on every walker; with ``measure`` the local energy of every
+        walker after each sweep
+    equilibrate(n_sweeps) -> acceptance     sweeps without measuring (the brute-force step is tuned)
+    recompute()                             rebuild the walkers' caches from their positions
+    local_energies() -> (W,)                E_L of every walker now
+    sync()                                  bring the walkers to the host ``walkers`` (checkpoints)
+    branch(index, children, source_states)  DMC branching: keep ``walkers[index]``; the rows ``children``
+                                            (copies) get streams forked from ``source_states``
+    walkers, sampler ("brute" | "drift"), dt, step, target_acceptance
+
+Registered samplers, by backend: ``"cpu"`` — :class:`~qmckit.samplers.cpu.CpuSampler`, generic over any
+system's kernels; ``"cuda"`` — :class:`~qmckit.samplers.cuda.CudaSampler`, which drives the system's own GPU
+sweeper named in ``capabilities.gpu`` (a class in :mod:`qmckit.backends`). :func:`make_sampler` picks one;
+the drivers never import :mod:`qmckit.backends` themselves.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends.cpu_kernels import SAMPLERS, variant_flags
+from .cpu import CpuSampler, equilibrate, evaluate_configurations
+
+BACKENDS = ("cpu", "cuda")
+
+
+def make_sampler(system, walkers, backend: str = "cpu", *, sampler: str = "drift", dt: float = 0.05,
+                 step: float = 1.0, target_acceptance: float = 0.5, drift_cap: bool = True, dtype=np.float64,
+                 **variants):
+    """The sampler of ``backend`` ("cpu" or "cuda") for ``system`` on ``walkers``.
+
+    ``variants`` are study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
+    CPU only; ``dtype`` (float64 or float32) is for the GPU."""
+    if backend == "cuda":
+        from .cuda import CudaSampler
+
+        return CudaSampler(system, walkers, sampler=sampler, dt=dt, step=step, target_acceptance=target_acceptance,
+                           drift_cap=drift_cap, dtype=np.dtype(dtype), **variants)
+    if backend != "cpu":
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if np.dtype(dtype) != np.float64:
+        raise ValueError("dtype float32 exists only for backend cuda")
+    return CpuSampler(system, walkers, sampler=sampler, dt=dt, step=step, target_acceptance=target_acceptance,
+                      drift_cap=drift_cap, **variants)
+
+
+def check_gpu(system) -> None:
+    """Raise ValueError unless ``system`` has a GPU sampler (naming the system)."""
+    from .cuda import sweeper_class
+
+    sweeper_class(system)
+
+
+def cuda_available(system) -> bool:
+    """Whether ``system`` has a GPU sampler and a real CUDA GPU is present."""
+    from .cuda import cuda_available as available
+
+    return available(system)
+
+
+__all__ = ["SAMPLERS", "BACKENDS", "CpuSampler", "make_sampler", "check_gpu", "cuda_available", "equilibrate",
+           "evaluate_configurations", "variant_flags"]

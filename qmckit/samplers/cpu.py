@@ -1,0 +1,128 @@
+"""The generic CPU sampler: any continuum system, through the kernels of its protocol.
+
+:class:`CpuSampler` keeps the walkers on the host and runs the sweep kernels of
+:mod:`qmckit.backends.cpu_kernels` (compiled once per system). It has the sampler interface of
+:mod:`qmckit.samplers`: ``sweep``, ``equilibrate``, ``recompute``, ``local_energies``, ``sync``,
+``branch``, and the attributes ``walkers``, ``sampler``, ``dt``, ``step``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backends.cpu_kernels import (BRUTE, DRIFT, SAMPLERS, VARIANT_ALL_PARTICLE_GF, evaluation_kernels_for, kernels_for,
+                                    variant_flags)
+from ..rng import fork_from
+from ..systems.protocol import require
+
+
+class CpuSampler:
+    """The generic CPU sampler: Metropolis sweeps of a continuum ``system`` on a :class:`~qmckit.walkers.Walkers`
+    ensemble (the kernels of :mod:`qmckit.backends.cpu_kernels`).
+
+    Parameters
+    ----------
+    sampler : "brute" | "drift"
+    dt : time step Δt of the drift sampler (system time unit; 1/ω_⊥ for trapped bosons). A system with an
+        ``hbar2_over_m`` ≠ 1 (helium: K Å², time in K⁻¹) diffuses with variance (ħ²/m) Δt per
+        component; the others use units with ħ²/m = 1
+    step : initial side of the brute-force displacement cube (system length unit)
+    target_acceptance : acceptance the brute-force step is tuned to during equilibration
+    drift_cap : limit the drift near divergences (Umrigar et al. 1993); exact either way
+    green : "moved" (exact: only the moved particle's Green's function) or "all" (study 002's sum
+        over all particles, doubt D1)
+    accept_uniform : "fresh" (exact) or "reuse" (study 002's reuse of the Box–Muller angle, D2)
+    hard_core : "reject" (exact) or "redraw" (study 002's redraw until allowed, D5)
+    """
+
+    def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
+                 target_acceptance: float = 0.5, drift_cap: bool = True, green: str = "moved",
+                 accept_uniform: str = "fresh", hard_core: str = "reject"):
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        if not (dt > 0 and math.isfinite(dt)):
+            raise ValueError(f"dt must be a positive time step, got {dt!r}")
+        if not (step > 0 and math.isfinite(step)):
+            raise ValueError(f"step must be positive, got {step!r}")
+        if not 0 < target_acceptance < 1:
+            raise ValueError(f"target_acceptance must be in (0, 1), got {target_acceptance!r}")
+        self.system = system
+        self.walkers = walkers
+        self.sampler = sampler
+        self.dt = float(dt)
+        self.step = float(step)
+        self.target_acceptance = target_acceptance
+        self.drift_cap = bool(drift_cap)
+        self.variant = variant_flags(green, accept_uniform, hard_core)
+        if self.variant & VARIANT_ALL_PARTICLE_GF:
+            require(system, "green_all", "green 'all' (study 002's all-particle Green's function)")
+        self._p = system.kernel_params
+        self._hbar2_over_m = float(system.hbar2_over_m)
+        self._kernels = kernels_for(type(system))
+        self.recompute()
+
+    def recompute(self) -> None:
+        """Rebuild all caches from the positions, discarding incremental round-off."""
+        w = self.walkers
+        self._kernels.recompute_all(w.positions, w.caches, self._p)
+
+    def local_energies(self) -> np.ndarray:
+        """Local energy of every walker now, (W,)."""
+        out = np.empty(self.walkers.n_walkers)
+        self._kernels.local_energies(self.walkers.positions, self.walkers.caches, self._p, out)
+        return out
+
+    def sweep(self, n_sweeps: int, measure: bool = True):
+        """Run ``n_sweeps`` sweeps of N single-particle moves on every walker.
+
+        Returns ``(energies (n_sweeps or 0, W), acceptance)``.
+        """
+        w = self.walkers
+        energies = np.empty((n_sweeps if measure else 0, w.n_walkers))
+        accepted = np.zeros(w.n_walkers, dtype=np.int64)
+        self._kernels.sweeps(w.positions, w.caches, w.rng_states, self._p, n_sweeps,
+                     BRUTE if self.sampler == "brute" else DRIFT, self.step, self.dt * self._hbar2_over_m,
+                     self.drift_cap,
+                     self.variant, energies, accepted)
+        proposed = n_sweeps * w.n_walkers * w.n_particles
+        return energies, (accepted.sum() / proposed if proposed else 0.0)
+
+    def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
+        return equilibrate(self, n_sweeps, chunk)
+
+    def sync(self) -> None:
+        """Nothing to do: the walkers are already on the host."""
+
+    def branch(self, index, children, source_states) -> None:
+        """DMC branching: keep ``walkers[index]``; the rows ``children`` (copies) get streams
+        forked from ``source_states`` (see :func:`qmckit.rng.fork_from`)."""
+        walkers = self.walkers.take(index)
+        if len(children):
+            fork_from(source_states, walkers.rng_states, children)
+        self.walkers = walkers
+
+
+def equilibrate(driver, n_sweeps: int, chunk: int = 10) -> float:
+    """Thermalise ``driver`` for ``n_sweeps`` sweeps; tune the brute-force step. Returns the last acceptance."""
+    acceptance = 0.0
+    done = 0
+    while done < n_sweeps:
+        n = min(chunk, n_sweeps - done)
+        _, acceptance = driver.sweep(n, measure=False)
+        if driver.sampler == "brute":
+            # acceptance falls as the step grows: scale toward the target, at most ×2 per chunk
+            driver.step *= float(np.clip((acceptance + 1e-3) / driver.target_acceptance, 0.5, 2.0))
+        done += n
+    driver.recompute()
+    return acceptance
+
+
+def evaluate_configurations(system, configs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ln|ψ_T| and E_L of ``system`` at every configuration ``configs`` (M, N, d), in parallel; E_L is NaN
+    where ψ_T vanishes (a configuration this parameter set forbids)."""
+    configs = np.ascontiguousarray(configs, dtype=np.float64)
+    log_psi, energies = np.empty(len(configs)), np.empty(len(configs))
+    evaluation_kernels_for(type(system)).evaluate_configurations(configs, system.kernel_params,
+                                                                 int(system.cache_size()), log_psi, energies)
+    return log_psi, energies
