@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         if system_class.kind == "lattice":
             _add_lattice_options(sub)
         else:
-            _add_method_options(sub)
+            _add_method_options(sub, system_class)
 
     bench = commands.add_parser("bench", help="time a study's kernels on this machine",
                                 description="Time a study's kernels on this machine and print a table.")
@@ -173,10 +173,12 @@ def _add_lattice_options(p):
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
-def _add_method_options(p):
+def _add_method_options(p, system_class):
+    own = tuple(system_class.capabilities.samplers)
     p.add_argument("--method", choices=["vmc", "dmc"], default=None, help="QMC method (default vmc)")
-    p.add_argument("--sampler", choices=["drift", "brute"], default=None,
-                   help="drift: importance sampling (default); brute: uniform moves, step auto-tuned")
+    p.add_argument("--sampler", choices=["drift", "brute", *own], default=None,
+                   help="drift: importance sampling (default); brute: uniform moves, step auto-tuned"
+                        + "".join(f"; {name}: this system's own move" for name in own))
     p.add_argument("--dt", type=_finite_float, default=None, help="time step of the drift sampler (default 0.05)")
     p.add_argument("--step", type=_finite_float, default=None,
                    help="initial side of the brute-force move cube (tuned during equilibration)")
@@ -278,7 +280,9 @@ def _run(args) -> int:
             if named:
                 return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
         else:
-            run_defaults = system_class.run_defaults.get(given_run.get("method", "vmc"), {})
+            method = given_run.get("method", "vmc")
+            run_defaults = system_class.run_defaults.get(f"{method} {given_run.get('backend')}",
+                                                         system_class.run_defaults.get(method, {}))
             if "sampler" in given_run:  # a chosen sampler brings its own defaults
                 run_defaults = {k: v for k, v in run_defaults.items() if k == "dt"}
             config = RunConfig(system=args.system, params=given_params, **(run_defaults | given_run))

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .methods.dmc import DMC
-from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, variant_flags
+from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
 from .observables import DensityHistogram, density_summary
 from .stats import estimate
 from .systems import make_system
@@ -76,7 +76,7 @@ class RunConfig:
         variant_flags(self.green, self.accept_uniform, self.hard_core)
         if self.method == "dmc" and self.sampler != "drift":
             raise ValueError(f"sampler must be drift for dmc (importance-sampled drift-diffusion), got {self.sampler!r}")
-        if self.sampler not in SAMPLERS:
+        if not isinstance(self.sampler, str):
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
@@ -121,13 +121,16 @@ class RunConfig:
             raise Unsupported(f"system {self.system!r} is a {system.kind} system: RunConfig runs continuum walkers "
                               f"(lattice chains: qmckit.methods.lattice_vmc.LatticeRun)")
         self.params = system.params.as_dict()
+        if self.sampler not in samplers_of(system):
+            raise ValueError(f"sampler must be one of {', '.join(samplers_of(system))} for system {self.system!r}, "
+                             f"got {self.sampler!r}")
         if self.green == "all":
             require(system, "green_all", "green 'all' (study 002's all-particle Green's function)")
         if self.backend == "cuda":
-            check_gpu(system)  # Unsupported if the system has no GPU sampler
+            check_gpu(system, self.sampler)  # Unsupported if the system has no GPU sampler for this move
             if variant_flags(**self.variant_options()):
                 raise ValueError("backend cuda runs exact Metropolis–Hastings only; study 002's variants need cpu")
-            if not cuda_available(system):
+            if not cuda_available(system, self.sampler):
                 raise ValueError("backend cuda: no CUDA GPU found (use cpu or auto)")
         if self.density is not None:
             if not isinstance(self.density_every, (int, np.integer)) or self.density_every < 1:
@@ -149,7 +152,7 @@ class RunConfig:
             return self.backend
         if variant_flags(**self.variant_options()) or self.density is not None:
             return "cpu"
-        return "cuda" if cuda_available(make_system(self.system, **self.params)) else "cpu"
+        return "cuda" if cuda_available(make_system(self.system, **self.params), self.sampler) else "cpu"
 
     def variant_options(self) -> dict:
         return {"green": self.green, "accept_uniform": self.accept_uniform, "hard_core": self.hard_core}
@@ -259,7 +262,7 @@ class _Run:
             "backend": self.backend,
             "sampler": cfg.sampler,
             "dt": cfg.dt if cfg.sampler == "drift" else None,
-            "step": self.vmc.step if cfg.sampler == "brute" else None,
+            "step": self.vmc.step if cfg.sampler != "drift" else None,
             "walkers": int(cfg.walkers),
             "steps": int(cfg.steps),
             "equilibration": int(cfg.equilibration),
@@ -327,8 +330,8 @@ class VMCRun(_Run):
         super().__init__(config, checkpoint_path)
         # systems with more estimators than E_L (helium: V, T_lap, T_grad) measure them all at once
         self.observables = self.system.capabilities.observables
-        if self.observables and self.backend != "cpu":
-            raise ValueError(f"backend {self.backend}: system {config.system!r} runs VMC on the cpu backend only")
+        if self.observables and self.backend == "cuda":
+            require(self.system, "observables_gpu", "VMC on backend cuda (the observables are measured there)")
         self.series_names += tuple(f"obs_{name}" for name in self.observables)
         self.series.update({f"obs_{name}": [] for name in self.observables})
 
@@ -349,7 +352,7 @@ class VMCRun(_Run):
         values, accepted = [], 0.0
         for _ in range(n):
             _, acc = self.vmc.sweep(every, measure=False)
-            values.append(self.system.measure(self.walkers.positions))
+            values.append(self.vmc.observables())
             accepted += acc
         values = np.array(values)  # (n, W, 1 + K)
         return values[:, :, 0], values[:, :, 1:], accepted / n
@@ -363,6 +366,7 @@ class VMCRun(_Run):
             while done < sweeps:
                 n = min(self.config.density_every, sweeps - done)
                 part, acc = self.vmc.sweep(n)
+                self.vmc.sync()  # a GPU sampler's walkers are on the device
                 self.density.add(self.walkers.positions)
                 chunks.append(part)
                 accepted += acc * n
@@ -428,6 +432,7 @@ class DMCRun(_Run):
         for k in range(steps):
             records.append(self.dmc.step())
             if self.density is not None and (k + 1) % self.config.density_every == 0:
+                self.vmc.sync()  # a GPU sampler's walkers are on the device
                 self.density.add(self.walkers.positions)
         return {name: [getattr(r, name) for r in records] for name in self.SERIES}
 

@@ -75,6 +75,7 @@ import math
 import numpy as np
 
 from . import cuda_bec, cuda_import
+from .cuda_import import available, simulated  # noqa: F401  (this module's GPU questions, answered once)
 
 SAMPLERS = ("brute", "drift")
 LAYOUTS = ("auto", "thread")
@@ -91,19 +92,6 @@ def _cuda():
     return cuda_import.bind(globals())
 
 
-def simulated() -> bool:
-    """True when numba runs CUDA code in its simulator (NUMBA_ENABLE_CUDASIM=1 at import time)."""
-    return cuda_bec.simulated()
-
-
-def available() -> bool:
-    """True when a real CUDA GPU can be used here (False under the simulator or without a GPU)."""
-    return cuda_bec.available()
-
-
-# --------------------------------------------------------------------------------------------
-# device twins of the CPU kernels, compiled from their own source
-# --------------------------------------------------------------------------------------------
 _twin = cuda_import.device_twin
 
 
@@ -449,7 +437,7 @@ class CudaAtomSweeper:
         threads = 128
         if W_new:
             # gather[k, i, w] = src[k, i, index[w]] with grid (walkers, dim 1, dim 0)
-            cuda_bec._gather_kernel()[((W_new + threads - 1) // threads, 3, N), threads](
+            cuda_bec.gather_kernel()[((W_new + threads - 1) // threads, 3, N), threads](
                 self._pos, c.to_device(index), new_pos)
         self._pos = new_pos
         self._states = c.to_device(np.ascontiguousarray(states.T, dtype=np.uint64))

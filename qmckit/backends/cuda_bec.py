@@ -69,6 +69,7 @@ import math
 import numpy as np
 
 from . import cuda_import
+from .cuda_import import available, simulated  # noqa: F401  (this module's GPU questions, answered once)
 
 SAMPLERS = ("brute", "drift")
 LAYOUTS = ("auto", "thread", "block")
@@ -81,23 +82,6 @@ cuda = None  # numba.cuda, imported on first use; a module global so that the si
 
 def _cuda():
     return cuda_import.bind(globals())
-
-
-def simulated() -> bool:
-    """True when numba runs CUDA code in its simulator (NUMBA_ENABLE_CUDASIM=1 at import time)."""
-    import numba
-
-    return bool(numba.config.ENABLE_CUDASIM)
-
-
-def available() -> bool:
-    """True when a real CUDA GPU can be used here (False under the simulator or without a GPU)."""
-    try:
-        if simulated():
-            return False
-        return bool(_cuda().is_available())
-    except Exception:  # no driver, no numba-cuda, broken toolkit: no GPU for us
-        return False
 
 
 def shared_bytes(n_particles: int, threads: int, dtype=np.float64) -> int:
@@ -558,7 +542,7 @@ def _kernels(dtype_name: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _gather_kernel():
+def gather_kernel():
     """dst[k, i, w] = src[k, i, index[w]] for component-major (3, N, W) positions."""
     _cuda()  # sets the module global ``cuda`` that the kernel body names (the simulator swaps it)
 
@@ -698,7 +682,7 @@ class CudaBosonSweeper:
         W_new, N = index.size, self.walkers.n_particles
         new_pos = c.device_array((3, N, W_new), dtype=self.dtype)
         threads = 128
-        _gather_kernel()[((W_new + threads - 1) // threads, N, 3), threads](self._pos, c.to_device(index), new_pos)
+        gather_kernel()[((W_new + threads - 1) // threads, N, 3), threads](self._pos, c.to_device(index), new_pos)
         self._pos = new_pos
         self._states = c.to_device(np.ascontiguousarray(states.T, dtype=np.uint64))
         self._accepted = c.device_array(W_new, dtype=np.int64)

@@ -48,7 +48,7 @@ import math
 import numpy as np
 
 from ..systems import bspline_orbitals as bo
-from . import cuda_bec, cuda_import
+from . import cuda_import
 
 cuda = None  # numba.cuda, imported on first use
 
@@ -59,8 +59,7 @@ def _cuda():
     return cuda_import.bind(globals())
 
 
-simulated = cuda_bec.simulated  # True under numba's CUDA simulator
-available = cuda_bec.available  # True when a real CUDA GPU can be used here
+from .cuda_import import available, simulated  # noqa: E402,F401  (this module's GPU questions, answered once)
 
 
 def default_threads(n_real_orbitals: int) -> int:

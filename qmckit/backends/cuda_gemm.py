@@ -92,6 +92,7 @@ import numba as nb
 import numpy as np
 
 from . import cuda_import
+from .cuda_import import available, simulated  # noqa: F401  (this module's GPU questions, answered once)
 
 __all__ = ["KINDS", "Tile", "TILES", "default_tile", "matmul", "matmul_kahan_f32_tiled", "kernel",
            "ptx", "error_bound", "simulated", "available", "U32", "U64"]
@@ -116,24 +117,6 @@ def _cuda():
     return cuda_import.bind(globals())
 
 
-def simulated() -> bool:
-    """True when numba runs CUDA code in its simulator (NUMBA_ENABLE_CUDASIM=1 at import time)."""
-    return bool(nb.config.ENABLE_CUDASIM)
-
-
-def available() -> bool:
-    """True when a real CUDA GPU can be used here (False under the simulator or without a GPU)."""
-    try:
-        if simulated():
-            return False
-        return bool(_cuda().is_available())
-    except Exception:  # no driver, no numba-cuda, broken toolkit: no GPU for us
-        return False
-
-
-# --------------------------------------------------------------------------------------------
-# tiles
-# --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Tile:
     """Block tile ``bm × bn`` of C, K step ``bk``, ``tm × tn`` outputs per thread.

@@ -3,6 +3,8 @@
 Device code names ``cuda`` as a module global: numba resolves it when it compiles a kernel, and its
 simulator swaps it for a fake while one runs. So every kernel module keeps a ``cuda = None`` global,
 and imports numba.cuda only when a kernel is first wanted, which keeps ``import qmckit`` free of CUDA.
+:func:`simulated` and :func:`available` answer, for every kernel module, whether CUDA code runs in the
+simulator and whether a real GPU is there.
 """
 from __future__ import annotations
 
@@ -19,6 +21,23 @@ def _numba_cuda():
     from numba import cuda
 
     return cuda
+
+
+def simulated() -> bool:
+    """True when numba runs CUDA code in its simulator (NUMBA_ENABLE_CUDASIM=1 at import time)."""
+    import numba
+
+    return bool(numba.config.ENABLE_CUDASIM)
+
+
+def available() -> bool:
+    """True when a real CUDA GPU can be used here (False under the simulator or without a GPU)."""
+    try:
+        if simulated():
+            return False
+        return bool(_numba_cuda().is_available())
+    except Exception:  # no driver, no numba-cuda, broken toolkit: no GPU for us
+        return False
 
 
 def bind(namespace: dict):

@@ -79,7 +79,7 @@ from ..systems import molecule as _mol
 from ..systems.gaussian_basis import eval_point
 from ..systems.molecule import _pair_a
 from ..systems.slater import invert
-from . import cuda_bec, cuda_import
+from . import cuda_import
 
 PHASES = ("basis", "gemm", "slater", "jastrow", "accept")
 KINDS = ("f64", "f32", "kahan32")
@@ -95,8 +95,7 @@ def _cuda():
     return cuda_import.bind(globals())
 
 
-simulated = cuda_bec.simulated  # True under numba's CUDA simulator
-available = cuda_bec.available  # True when a real CUDA GPU can be used here
+from .cuda_import import available, simulated  # noqa: E402,F401  (this module's GPU questions, answered once)
 
 
 # --------------------------------------------------------------------------------------------

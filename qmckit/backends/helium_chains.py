@@ -55,6 +55,7 @@ import numpy as np
 from .. import rng as _rng
 from ..systems import helium as _helium
 from . import cuda_import
+from .cuda_import import available, simulated  # noqa: F401  (this module's GPU questions, answered once)
 
 cuda = None  # numba.cuda, imported on first use
 
@@ -407,18 +408,6 @@ class HeliumChainsCPU:
 # --------------------------------------------------------------------------------------------
 # GPU kernels
 # --------------------------------------------------------------------------------------------
-def simulated() -> bool:
-    from . import cuda_bec
-
-    return cuda_bec.simulated()
-
-
-def available() -> bool:
-    from . import cuda_bec
-
-    return cuda_bec.available()
-
-
 MIN_IMAGES = ("fold", "fold_select", "select", "rint", "high_word")
 INVERSES = ("rsqrt", "divide")
 UNROLLS = (2, 4)

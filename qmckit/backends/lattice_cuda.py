@@ -158,6 +158,7 @@ import numpy as np
 from . import lattice_chains
 from .lattice_chains import N_COUNTERS, REFRESH_EVERY, SINGULAR_RATIO
 from . import cuda_import
+from .cuda_import import available, simulated  # noqa: F401  (this module's GPU questions, answered once)
 from .. import rng
 
 cuda = None  # numba.cuda, imported on first use
@@ -180,23 +181,6 @@ def default_threads_per_column(size: int) -> int:
 
 def _cuda():
     return cuda_import.bind(globals())
-
-
-def simulated() -> bool:
-    """True when numba runs CUDA code in its simulator (NUMBA_ENABLE_CUDASIM=1 at import time)."""
-    import numba
-
-    return bool(numba.config.ENABLE_CUDASIM)
-
-
-def available() -> bool:
-    """True when a real CUDA GPU can be used here (False under the simulator or without a GPU)."""
-    try:
-        if simulated():
-            return False
-        return bool(_cuda().is_available())
-    except Exception:  # no driver, no numba-cuda, broken toolkit: no GPU for us
-        return False
 
 
 def default_batch(size: int) -> int:

@@ -14,9 +14,10 @@ A sampler owns a walker ensemble (:class:`~qmckit.walkers.Walkers`) of one conti
     walkers, sampler ("brute" | "drift"), dt, step, target_acceptance
 
 Registered samplers, by backend: ``"cpu"`` — :class:`~qmckit.samplers.cpu.CpuSampler`, generic over any
-system's kernels; ``"cuda"`` — :class:`~qmckit.samplers.cuda.CudaSampler`, which drives the system's own GPU
-sweeper named in ``capabilities.gpu`` (a class in :mod:`qmckit.backends`). :func:`make_sampler` picks one;
-the drivers never import :mod:`qmckit.backends` themselves.
+system's kernels (moves ``brute`` and ``drift``); ``"cuda"`` — :class:`~qmckit.samplers.cuda.CudaSampler`,
+which drives the system's own GPU sweeper named in ``capabilities.gpu`` (a class in :mod:`qmckit.backends`).
+A system may add moves of its own in ``capabilities.samplers`` (helium's ``gauss``: study 004's move, one
+class for both backends). :func:`make_sampler` picks one; the drivers never import :mod:`qmckit.backends`.
 """
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def make_sampler(system, walkers, backend: str = "cpu", *, sampler: str = "drift
 
     ``variants`` are study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
     CPU only; ``dtype`` (float64 or float32) is for the GPU."""
+    if sampler in system.capabilities.samplers:
+        if variant_flags(**variants):
+            raise ValueError(f"study 002's Metropolis variants go with the brute and drift samplers, not {sampler!r}")
+        return _load(system.capabilities.samplers[sampler])(system, walkers, backend=backend, step=step, dt=dt,
+                                                            target_acceptance=target_acceptance, dtype=dtype)
     if backend == "cuda":
         from .cuda import CudaSampler
 
@@ -48,19 +54,37 @@ def make_sampler(system, walkers, backend: str = "cpu", *, sampler: str = "drift
                       drift_cap=drift_cap, **variants)
 
 
-def check_gpu(system) -> None:
-    """Raise ValueError unless ``system`` has a GPU sampler (naming the system)."""
+def _load(path: str):
+    import importlib
+
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def samplers_of(system) -> tuple[str, ...]:
+    """The moves ``system`` can be sampled with: the generic ones and its own."""
+    return SAMPLERS + tuple(system.capabilities.samplers)
+
+
+def check_gpu(system, sampler: str = "drift") -> None:
+    """Raise ValueError unless ``system`` has a GPU sampler for ``sampler`` (naming the system)."""
+    if sampler in system.capabilities.samplers:
+        return
     from .cuda import sweeper_class
 
     sweeper_class(system)
 
 
-def cuda_available(system) -> bool:
-    """Whether ``system`` has a GPU sampler and a real CUDA GPU is present."""
+def cuda_available(system, sampler: str = "drift") -> bool:
+    """Whether ``system`` has a GPU sampler for ``sampler`` and a real CUDA GPU is present."""
+    if sampler in system.capabilities.samplers:
+        from ..backends.cuda_import import available
+
+        return available()
     from .cuda import cuda_available as available
 
     return available(system)
 
 
-__all__ = ["SAMPLERS", "BACKENDS", "CpuSampler", "make_sampler", "check_gpu", "cuda_available", "equilibrate",
-           "evaluate_configurations", "variant_flags"]
+__all__ = ["SAMPLERS", "BACKENDS", "CpuSampler", "make_sampler", "samplers_of", "check_gpu", "cuda_available",
+           "equilibrate", "evaluate_configurations", "variant_flags"]

@@ -94,6 +94,10 @@ class CpuSampler:
     def sync(self) -> None:
         """Nothing to do: the walkers are already on the host."""
 
+    def observables(self) -> np.ndarray:
+        """(W, 1 + K) E_L and the system's ``capabilities.observables`` for every walker now."""
+        return self.system.measure(self.walkers.positions)
+
     def branch(self, index, children, source_states) -> None:
         """DMC branching: keep ``walkers[index]``; the rows ``children`` (copies) get streams
         forked from ``source_states`` (see :func:`qmckit.rng.fork_from`)."""
@@ -110,7 +114,7 @@ def equilibrate(driver, n_sweeps: int, chunk: int = 10) -> float:
     while done < n_sweeps:
         n = min(chunk, n_sweeps - done)
         _, acceptance = driver.sweep(n, measure=False)
-        if driver.sampler == "brute":
+        if driver.sampler != "drift":
             # acceptance falls as the step grows: scale toward the target, at most ×2 per chunk
             driver.step *= float(np.clip((acceptance + 1e-3) / driver.target_acceptance, 0.5, 2.0))
         done += n

@@ -79,6 +79,11 @@ class CudaSampler:
     def sweep(self, n_sweeps: int, measure: bool = True):
         return self._sweeper.sweep(n_sweeps, measure)
 
+    def observables(self) -> np.ndarray:
+        """(W, 1 + K) E_L and the system's observables, measured on the GPU."""
+        require(self.system, "observables_gpu", "observables on the GPU")
+        return self._sweeper.observables()
+
     def branch(self, index, children, source_states) -> None:
         """DMC branching on the device: keep ``walkers[index]``; the rows ``children`` (copies)
         get streams forked from ``source_states``. Only random states cross to the host."""

@@ -76,7 +76,7 @@ import numba as nb
 import numpy as np
 
 from .protocol import Capabilities, Kernels, System, parameter, validate
-from .slater import _mat, _mat3, det_ratio, invert, sherman_morrison_row
+from .slater import mat_view, mat3_view, det_ratio, invert, sherman_morrison_row
 
 ENERGY_KEY = "energy"
 ENERGY_UNIT = "E_h"
@@ -228,15 +228,15 @@ def _pair_a(i, l, n):
 def _views(cache, N):
     n = N // 2
     o = 0
-    T = _mat(cache, o, N, n)  # strided views: numba's reshape costs ~40 ns a call
+    T = mat_view(cache, o, N, n)  # strided views: numba's reshape costs ~40 ns a call
     o += N * n
-    DPHI = _mat3(cache, o, N, n, 3)
+    DPHI = mat3_view(cache, o, N, n, 3)
     o += 3 * N * n
-    JG = _mat(cache, o, N, 3)
+    JG = mat_view(cache, o, N, 3)
     o += 3 * N
     U = cache[o:o + n]
     o += n
-    DU = _mat(cache, o, n, 3)
+    DU = mat_view(cache, o, n, 3)
     o += 3 * n
     CO = cache[o:o + N]
     o += N
@@ -244,7 +244,7 @@ def _views(cache, N):
     o += N
     META = cache[o:o + 1]
     o += 1
-    MAT = _mat(cache, o, n, n)
+    MAT = mat_view(cache, o, n, n)
     o += n * n
     LAP = cache[o:o + n]
     return T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP

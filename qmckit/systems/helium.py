@@ -503,9 +503,12 @@ class Helium(System):
     time_unit = "K⁻¹"
     kernels = KERNELS
     capabilities = Capabilities(observables=("potential_energy_per_particle", "kinetic_energy_per_particle",
-                                             "kinetic_energy_gradient_per_particle"))
-    # Metropolis moves at study 004's acceptance for VMC; Δτ in K⁻¹ for DMC
-    run_defaults = {"vmc": {"sampler": "brute", "target_acceptance": 0.37, "step": 2.8}, "dmc": {"dt": 0.002}}
+                                             "kinetic_energy_gradient_per_particle"), observables_gpu=True,
+                                samplers={"gauss": "qmckit.backends.helium_sampler:HeliumGaussSampler"})
+    # Metropolis moves at study 004's acceptance for VMC; Δτ in K⁻¹ for DMC; on the GPU, study 004's own
+    # move (random atom, Gaussian step σ: 0.81 Å gives 0.37 at ρ = 0.02186 Å⁻³, notes Table 2.1)
+    run_defaults = {"vmc": {"sampler": "brute", "target_acceptance": 0.37, "step": 2.8}, "dmc": {"dt": 0.002},
+                    "vmc cuda": {"sampler": "gauss", "target_acceptance": 0.37, "step": 0.81}}
     # no potential, no Jastrow: the ideal Bose gas at k = 0, ψ = 1 and E = 0
     exact_cases = ((dict(n=8, b=0.0, potential="none", tail=False), 0.0),)
     examples = (dict(n=16), dict(n=8, b=2.6, tail=False, density=0.015))

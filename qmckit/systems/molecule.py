@@ -91,7 +91,7 @@ from . import gaussian_cusp
 from .gaussian_basis import (GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, packed_length,
                              require_pyscf)
 from .protocol import Capabilities, Kernels, System, parameter, validate
-from .slater import _mat, _mat3, det_ratio, invert
+from .slater import mat_view, mat3_view, det_ratio, invert
 
 ENERGY_KEY = "energy"
 ENERGY_UNIT = "E_h"
@@ -329,9 +329,9 @@ def _layout(p):
     o = HEADER
     if p.shape[0] < o + 4 * na + nbf * n:  # views from strides are not bounds-checked (reshape was)
         raise ValueError("molecule kernel parameter vector too short")
-    atoms = _mat(p, o, na, 4)
+    atoms = mat_view(p, o, na, 4)
     o += 4 * na
-    C = _mat(p, o, nbf, n)
+    C = mat_view(p, o, nbf, n)
     o += nbf * n
     return N, n, atoms, C, p[o:]
 
@@ -339,17 +339,17 @@ def _layout(p):
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def _views(cache, N, n, nbf):
     o = 0
-    T = _mat(cache, o, N, n)
+    T = mat_view(cache, o, N, n)
     o += N * n
-    DPHI = _mat3(cache, o, N, n, 3)
+    DPHI = mat3_view(cache, o, N, n, 3)
     o += 3 * N * n
-    OL = _mat(cache, o, N, n)
+    OL = mat_view(cache, o, N, n)
     o += N * n
-    JG = _mat(cache, o, N, 3)
+    JG = mat_view(cache, o, N, 3)
     o += 3 * N
     U = cache[o:o + n]
     o += n
-    DU = _mat(cache, o, n, 3)
+    DU = mat_view(cache, o, n, 3)
     o += 3 * n
     CO = cache[o:o + N]
     o += N
@@ -359,19 +359,19 @@ def _views(cache, N, n, nbf):
     o += 3
     META = cache[o:o + 1]
     o += 1
-    MAT = _mat(cache, o, n, n)
+    MAT = mat_view(cache, o, n, n)
     o += n * n
     LAP = cache[o:o + n]
     o += n
     BV = cache[o:o + nbf]
     o += nbf
-    BG = _mat(cache, o, nbf, 3)
+    BG = mat_view(cache, o, nbf, 3)
     o += 3 * nbf
     BL = cache[o:o + nbf]
     o += nbf
-    DV = _mat(cache, o, N, n)
+    DV = mat_view(cache, o, N, n)
     o += N * n
-    RC = _mat(cache, o, N, 3)
+    RC = mat_view(cache, o, N, 3)
     o += 3 * N
     FLAG = cache[o:o + 1]
     if cache.shape[0] < o + 1:  # views from strides are not bounds-checked (reshape was)

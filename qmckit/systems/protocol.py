@@ -257,6 +257,9 @@ class Capabilities:
     parameter_derivatives  ∂ ln ψ/∂p kernels for the variational parameters
     green_all      the kernel ``other_drift_change`` (study 002's all-particle Green's function)
     density        one-body density histograms of the positions make sense (continuum systems)
+    samplers       moves of the system's own beyond the generic ``brute`` and ``drift``: name →
+                   "module:Class" of a sampler that takes ``backend`` ("cpu" or "cuda"), e.g. helium's
+                   ``gauss`` (study 004's random-atom Gaussian move, twin kernels on CPU and GPU)
     """
 
     fixed_node: bool = False
@@ -266,6 +269,7 @@ class Capabilities:
     parameter_derivatives: bool = False
     green_all: bool = False
     density: bool = True
+    samplers: dict = dataclasses.field(default_factory=dict)
 
 
 def require(system, capability: str, needed_by: str) -> None:

@@ -58,7 +58,7 @@ import numba as nb
 import numpy as np
 
 from .protocol import Capabilities, Kernels, System, no_other_drift_change, parameter, validate
-from .slater import _mat, _mat3, det_ratio, invert, sherman_morrison_row
+from .slater import mat_view, mat3_view, det_ratio, invert, sherman_morrison_row
 
 ENERGY_KEY = "energy"
 ENERGY_UNIT = "E_h*"
@@ -188,15 +188,15 @@ def _distance(R, i, l):
 def _views(cache, N, d):
     n = N // 2
     o = 0
-    T = _mat(cache, o, N, n)
+    T = mat_view(cache, o, N, n)
     o += N * n
-    DPHI = _mat3(cache, o, N, n, d)
+    DPHI = mat3_view(cache, o, N, n, d)
     o += N * n * d
-    JG = _mat(cache, o, N, d)
+    JG = mat_view(cache, o, N, d)
     o += N * d
     U = cache[o:o + n]
     o += n
-    DU = _mat(cache, o, n, d)
+    DU = mat_view(cache, o, n, d)
     o += n * d
     CO = cache[o:o + N]
     o += N
@@ -204,7 +204,7 @@ def _views(cache, N, d):
     o += N
     META = cache[o:o + 1]
     o += 1
-    MAT = _mat(cache, o, n, n)
+    MAT = mat_view(cache, o, n, n)
     o += n * n
     LAP = cache[o:o + n]
     o += n

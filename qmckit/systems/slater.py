@@ -119,7 +119,7 @@ def sherman_morrison_row(T, k, u, q):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _mat(a, o, rows, cols):
+def mat_view(a, o, rows, cols):
     """``a[o:o + rows·cols]`` viewed as a (rows, cols) row-major matrix, as ``reshape`` would give, but
     built from strides (numba's ``reshape`` calls a C helper, ~40 ns, and the kernels take ~30 views
     per electron move)."""
@@ -128,7 +128,7 @@ def _mat(a, o, rows, cols):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _mat3(a, o, d0, d1, d2):
-    """``a[o:o + d0·d1·d2]`` viewed as a (d0, d1, d2) row-major array (see :func:`_mat`)."""
+def mat3_view(a, o, d0, d1, d2):
+    """``a[o:o + d0·d1·d2]`` viewed as a (d0, d1, d2) row-major array (see :func:`mat_view`)."""
     s = a.strides[0]
     return as_strided(a[o:o + d0 * d1 * d2], shape=(d0, d1, d2), strides=(d1 * d2 * s, d2 * s, s))
