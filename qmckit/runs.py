@@ -10,7 +10,6 @@ accumulated data, so it ends with exactly the numbers of a run that was never in
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass, field
 
 import h5py
@@ -18,6 +17,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .methods.dmc import DMC
+from .methods.run import Run
 from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
 from .observables import DensityHistogram, density_summary
 from .stats import estimate
@@ -29,6 +29,7 @@ BACKENDS = ("auto", "cpu", "cuda")
 METHODS = ("vmc", "dmc")
 DTYPES = ("float64", "float32")
 CHECKPOINT_FORMAT = "qmckit-run-checkpoint-1"
+LATTICE_CHECKPOINT_FORMAT = "qmckit-lattice-checkpoint-1"
 
 
 @dataclass
@@ -162,17 +163,15 @@ class RunConfig:
         return math.ceil(self.steps / self.block)
 
 
-class _Run:
-    """What VMC and DMC runs share: set-up, the block loop, series, checkpoints, the result."""
+class _Run(Run):
+    """What VMC and DMC runs of continuum walkers share: set-up, the sampler, series, checkpoints, the result."""
 
-    method = ""
     SERIES: tuple[str, ...] = ()
+    CHECKPOINT_FORMAT = CHECKPOINT_FORMAT
 
     def __init__(self, config: RunConfig, checkpoint_path=None):
         if config.method != self.method:
             raise ValueError(f"{type(self).__name__} needs method {self.method!r}, got {config.method!r}")
-        self.config = config
-        self.checkpoint_path = checkpoint_path
         self.system = make_system(config.system, **config.params)
         if config.method == "dmc":
             self.system = self.system.for_dmc()  # fixed node (equilibration too): no moves across a node of ψ_T
@@ -187,26 +186,17 @@ class _Run:
         self.vmc = make_sampler(self.system, walkers, self.backend, sampler=config.sampler, dt=config.dt,
                                 step=config.step, target_acceptance=config.target_acceptance,
                                 drift_cap=config.drift_cap, dtype=config.dtype, **config.variant_options())
-        self.equilibrated = False
-        self.blocks_done = 0
         self.density = config.make_density(self.system)
-        self.series_names = self.SERIES + (("density",) if self.density is not None else ())
-        self.series: dict[str, list[np.ndarray]] = {name: [] for name in self.series_names}
-        self.wall_s = 0.0
+        self._start(config, checkpoint_path, self.SERIES + (("density",) if self.density is not None else ()))
 
     @property
     def walkers(self) -> Walkers:
         return self.vmc.walkers
 
     # --- running ------------------------------------------------------------------------------
-    def equilibrate(self) -> None:
-        if not self.equilibrated:
-            start = time.perf_counter()
-            self.vmc.equilibrate(self.config.equilibration)
-            self._after_equilibration()
-            self.equilibrated = True
-            self.wall_s += time.perf_counter() - start
-            self.save_checkpoint()
+    def _equilibrate(self) -> None:
+        self.vmc.equilibrate(self.config.equilibration)
+        self._after_equilibration()
 
     def _after_equilibration(self) -> None:
         pass
@@ -216,39 +206,15 @@ class _Run:
         """Continue the run checkpointed at ``path`` (see :func:`resume_run`)."""
         return resume_run(path)
 
-    def blocks(self, stop=None):
-        """Run the remaining blocks, yielding ``(blocks_done, n_blocks)`` after each one.
+    def _block(self, n: int) -> dict:
+        self.vmc.recompute()  # discard the round-off of incremental cache updates
+        records = self._sweeps(n)
+        if self.density is not None:
+            records["density"] = self.density.take_block()[None, :]
+        return records
 
-        ``stop`` is an optional ``threading.Event``; when set, the run pauses after the current
-        block (its checkpoint is written), and can be continued by calling ``blocks`` again.
-        """
-        self.equilibrate()
-        cfg = self.config
-        while self.blocks_done < cfg.n_blocks:
-            if stop is not None and stop.is_set():
-                return
-            start = time.perf_counter()
-            self.vmc.recompute()  # discard the round-off of incremental cache updates
-            records = self._block(min(cfg.block, cfg.steps - self.blocks_done * cfg.block))
-            if self.density is not None:
-                records["density"] = self.density.take_block()[None, :]
-            for name in self.series_names:
-                self.series[name].append(np.asarray(records[name]))
-            self.blocks_done += 1
-            self.wall_s += time.perf_counter() - start
-            self.save_checkpoint()
-            yield self.blocks_done, cfg.n_blocks
-
-    def run(self, progress=None):
-        """Run to completion; ``progress(done, total)`` is called after every block."""
-        for done, total in self.blocks():
-            if progress is not None:
-                progress(done, total)
-        return self.result()
-
-    def series_of(self, name: str) -> np.ndarray:
-        parts = self.series[name]
-        return np.concatenate(parts) if parts else np.empty(0)
+    def _sweeps(self, n: int) -> dict:
+        raise NotImplementedError
 
     # --- results ------------------------------------------------------------------------------
     def result(self) -> dict:
@@ -288,26 +254,15 @@ class _Run:
     def _restore_state(self, state: dict) -> None:
         pass
 
-    def save_checkpoint(self) -> None:
-        if self.checkpoint_path is None:
-            return
+    def _sync(self) -> None:
         self.vmc.sync()  # a GPU run's walkers live on the device
-        with ckpt.atomic_h5(self.checkpoint_path) as f:
-            ckpt.write_attrs(f, {
-                "format": CHECKPOINT_FORMAT,
-                "config": asdict(self.config),
-                "equilibrated": self.equilibrated,
-                "blocks_done": self.blocks_done,
-                "step": self.vmc.step,
-                "wall_s": self.wall_s,
-                "state": self._state(),
-            })
-            self.walkers.save(f.create_group("walkers"))
-            for name, parts in self.series.items():
-                group = f.create_group(f"series/{name}")
-                for k, part in enumerate(parts):
-                    group.create_dataset(f"{k:06d}", data=part)
-            self._save_arrays(f)
+
+    def _checkpoint_attrs(self) -> dict:
+        return {"step": self.vmc.step, "state": self._state()}
+
+    def _save_state(self, f) -> None:
+        self.walkers.save(f.create_group("walkers"))
+        self._save_arrays(f)
 
     def _save_arrays(self, f) -> None:
         pass
@@ -357,7 +312,7 @@ class VMCRun(_Run):
         values = np.array(values)  # (n, W, 1 + K)
         return values[:, :, 0], values[:, :, 1:], accepted / n
 
-    def _block(self, sweeps: int) -> dict:
+    def _sweeps(self, sweeps: int) -> dict:
         extra = None
         if self.density is None:
             energies, extra, acceptance = self._measured_sweeps(sweeps)
@@ -427,7 +382,7 @@ class DMCRun(_Run):
             self.dmc.step()
         self.dmc.feedback_time, self.dmc.reference_time = feedback, reference
 
-    def _block(self, steps: int) -> dict:
+    def _sweeps(self, steps: int) -> dict:
         records = []
         for k in range(steps):
             records.append(self.dmc.step())
@@ -491,29 +446,37 @@ class DMCRun(_Run):
 RUNS = {"vmc": VMCRun, "dmc": DMCRun}
 
 
-def make_run(config: RunConfig, checkpoint_path=None) -> _Run:
-    """The run object for ``config.method``."""
+def make_run(config, checkpoint_path=None) -> Run:
+    """The run of ``config``: a :class:`RunConfig` gives the :class:`VMCRun` or :class:`DMCRun` of its method,
+    a :class:`~qmckit.methods.lattice_vmc.LatticeRunConfig` a lattice run."""
+    if not isinstance(config, RunConfig):
+        from .methods.lattice_vmc import LatticeRun, LatticeRunConfig
+
+        if isinstance(config, LatticeRunConfig):
+            return LatticeRun(config, checkpoint_path=checkpoint_path)
+        raise TypeError(f"make_run needs a RunConfig or LatticeRunConfig, got {type(config).__name__}")
     return RUNS[config.method](config, checkpoint_path=checkpoint_path)
 
 
-def resume_run(path) -> _Run:
-    """Continue the run whose checkpoint is at ``path`` (and keep checkpointing there)."""
+def resume_run(path) -> Run:
+    """Continue the run whose checkpoint is at ``path`` (and keep checkpointing there): a VMC or DMC
+    run of continuum walkers, or a lattice run (:func:`qmckit.methods.lattice_vmc.resume_lattice_run`)."""
     with h5py.File(path, "r") as f:
         attrs = ckpt.read_attrs(f)
+        if attrs.get("format") == LATTICE_CHECKPOINT_FORMAT:
+            from .methods.lattice_vmc import resume_lattice_run
+
+            f.close()
+            return resume_lattice_run(path)
         if attrs.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"resume: {path} is not a qmckit run checkpoint")
         config = RunConfig(**attrs["config"])
         run = make_run(config, checkpoint_path=path)
         run.vmc.walkers = Walkers.load(f["walkers"])  # the population may differ from the start
         run.vmc.step = attrs["step"]
-        run.equilibrated = attrs["equilibrated"]
-        run.blocks_done = attrs["blocks_done"]
-        run.wall_s = attrs["wall_s"]
         run._restore_state(attrs["state"])
         run._load_arrays(f)
-        for name in run.series_names:
-            group = f[f"series/{name}"]
-            run.series[name] = [np.array(group[key]) for key in sorted(group)]
+        run._restore_progress(f, attrs)
     return run
 
 

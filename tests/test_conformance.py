@@ -181,24 +181,18 @@ def test_checkpoint_round_trip_gives_the_uninterrupted_numbers(name, k, method, 
     if cls.kind == "lattice":
         if method == "dmc":
             pytest.skip("lattice systems run VMC chains only")
-        from qmckit.methods.lattice_vmc import LatticeRun, resume_lattice_run
-
-        whole = LatticeRun(_lattice_config(cls.examples[k])).run()
-        paused = LatticeRun(_lattice_config(cls.examples[k]), checkpoint_path=tmp_path / "run.h5")
-        resume = resume_lattice_run
+        config = _lattice_config(cls.examples[k])
     else:
-        config = dict(system=name, params=cls.examples[k], method=method, walkers=4, steps=12, block=4,
-                      equilibration=6, dmc_equilibration=3, dt=0.01, seed=4)
-        if name == "helium":
-            config["dt"] = 0.001
-        whole = make_run(RunConfig(**config)).run()
-        paused = make_run(RunConfig(**config), checkpoint_path=tmp_path / "run.h5")
-        resume = resume_run
+        config = RunConfig(system=name, params=cls.examples[k], method=method, walkers=4, steps=12, block=4,
+                           equilibration=6, dmc_equilibration=3, dt=0.001 if name == "helium" else 0.01, seed=4)
+    # the one Run: make_run and resume_run serve continuum walkers and lattice chains alike
+    whole = make_run(config).run()
+    paused = make_run(config, checkpoint_path=tmp_path / "run.h5")
     stop = threading.Event()
     for done, _ in paused.blocks(stop):
         stop.set()  # pause after the first block: its checkpoint is on disk
     assert paused.blocks_done == 1
-    resumed = resume(tmp_path / "run.h5").run()
+    resumed = resume_run(tmp_path / "run.h5").run()
     for key in ("estimates", "acceptance"):
         assert resumed[key] == whole[key]
 

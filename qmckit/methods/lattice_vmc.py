@@ -1,17 +1,16 @@
 """A complete, checkpointed lattice VMC run of the projected RVB state (study 000).
 
-:class:`LatticeRun` is to lattice chains what :class:`qmckit.runs.VMCRun` is to continuum walkers:
-it equilibrates, runs blocks of sweeps, records the chain-averaged energies of every sweep, writes
-an atomic HDF5 checkpoint after equilibration and after every block, and reduces the series to
-:class:`~qmckit.stats.Estimate` values. A run resumed from its checkpoint continues with the same
+:class:`LatticeRun` is the one :class:`~qmckit.methods.run.Run` over lattice chains, as
+:class:`qmckit.runs.VMCRun` is over continuum walkers: it equilibrates, runs blocks of sweeps, records
+the chain-averaged energies of every sweep, writes an atomic HDF5 checkpoint after equilibration and
+after every block, and reduces the series to :class:`~qmckit.stats.Estimate` values. A run resumed from its checkpoint continues with the same
 configurations, inverses, random streams and series, so it ends with the numbers of an
 uninterrupted run. The result dictionary follows the CLI contract (``energy_per_site`` in t).
 """
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
@@ -21,6 +20,7 @@ from ..samplers import lattice as chains_mod
 from ..rng import seed_states
 from ..stats import estimate
 from ..systems.lattice_rvb import LatticeRVB
+from .run import Run
 
 CHECKPOINT_FORMAT = "qmckit-lattice-checkpoint-1"
 SERIES = ("kinetic", "exchange", "double", "acceptance")
@@ -85,72 +85,40 @@ class LatticeRunConfig:
         return math.ceil(self.steps / self.block)
 
 
-class LatticeRun:
-    """A lattice VMC run; iterate :meth:`blocks` (or call :meth:`run`), then :meth:`result`."""
+class LatticeRun(Run):
+    """A lattice VMC run (the one :class:`~qmckit.methods.run.Run` over lattice chains); iterate
+    :meth:`blocks` (or call :meth:`run`), then :meth:`result`."""
 
     method = "vmc"
+    CHECKPOINT_FORMAT = CHECKPOINT_FORMAT
 
     def __init__(self, config: LatticeRunConfig, checkpoint_path=None):
-        self.config = config
-        self.checkpoint_path = checkpoint_path
         self.system = LatticeRVB(**config.params)
         start_seq, stream_seq = np.random.SeedSequence(config.seed).spawn(2)
         state = self.system.random_configurations(config.chains, np.random.default_rng(start_seq))
         self.backend = config.resolved_backend()
+        self._start(config, checkpoint_path, SERIES)
         self.chains = self._make_chains(state, seed_states(stream_seq, config.chains))
-        self.equilibrated = False
-        self.blocks_done = 0
-        self.series: dict[str, list[np.ndarray]] = {name: [] for name in SERIES}
-        self.wall_s = 0.0
 
     def _make_chains(self, state, states):
         cfg = self.config
         return chains_mod.make_chains(self.system, state, states, cfg.moves_per_sweep, cfg.refresh_every, self.backend)
 
     # --- running ------------------------------------------------------------------------------
-    def equilibrate(self) -> None:
-        if not self.equilibrated:
-            start = time.perf_counter()
-            if self.config.equilibration:
-                self.chains.sweep(self.config.equilibration, measure=False)
-            self.chains.counts[:] = 0  # acceptance counts the measured sweeps only
-            self.equilibrated = True
-            self.wall_s += time.perf_counter() - start
-            self.save_checkpoint()
+    def _equilibrate(self) -> None:
+        if self.config.equilibration:
+            self.chains.sweep(self.config.equilibration, measure=False)
+        self.chains.counts[:] = 0  # acceptance counts the measured sweeps only
 
-    def blocks(self, stop=None):
-        """Run the remaining blocks, yielding ``(blocks_done, n_blocks)`` after each; ``stop`` (a
-        ``threading.Event``) pauses after the current block."""
-        self.equilibrate()
-        cfg = self.config
-        while self.blocks_done < cfg.n_blocks:
-            if stop is not None and stop.is_set():
-                return
-            start = time.perf_counter()
-            before = self.chains.counts.sum(axis=0).copy()
-            sweeps = min(cfg.block, cfg.steps - self.blocks_done * cfg.block)
-            energies = self.chains.sweep(sweeps).mean(axis=0)  # chain average per sweep: (sweeps, 3)
-            delta = self.chains.counts.sum(axis=0) - before
-            proposed = delta[chains_mod.HOPS_PROPOSED] + delta[chains_mod.SWAPS_PROPOSED]
-            accepted = delta[chains_mod.HOPS_ACCEPTED] + delta[chains_mod.SWAPS_ACCEPTED]
-            records = {"kinetic": energies[:, 0], "exchange": energies[:, 1], "double": energies[:, 2],
-                       "acceptance": np.array([accepted / max(proposed, 1)])}
-            for name in SERIES:
-                self.series[name].append(np.asarray(records[name], dtype=float))
-            self.blocks_done += 1
-            self.wall_s += time.perf_counter() - start
-            self.save_checkpoint()
-            yield self.blocks_done, cfg.n_blocks
-
-    def run(self, progress=None) -> dict:
-        for done, total in self.blocks():
-            if progress is not None:
-                progress(done, total)
-        return self.result()
-
-    def series_of(self, name: str) -> np.ndarray:
-        parts = self.series[name]
-        return np.concatenate(parts) if parts else np.empty(0)
+    def _block(self, sweeps: int) -> dict:
+        before = self.chains.counts.sum(axis=0).copy()
+        energies = self.chains.sweep(sweeps).mean(axis=0)  # chain average per sweep: (sweeps, 3)
+        delta = self.chains.counts.sum(axis=0) - before
+        proposed = delta[chains_mod.HOPS_PROPOSED] + delta[chains_mod.SWAPS_PROPOSED]
+        accepted = delta[chains_mod.HOPS_ACCEPTED] + delta[chains_mod.SWAPS_ACCEPTED]
+        records = {"kinetic": energies[:, 0], "exchange": energies[:, 1], "double": energies[:, 2],
+                   "acceptance": np.array([accepted / max(proposed, 1)])}
+        return {name: np.asarray(records[name], dtype=float) for name in SERIES}
 
     # --- results ------------------------------------------------------------------------------
     def energy_series(self) -> np.ndarray:
@@ -192,21 +160,11 @@ class LatticeRun:
         }
 
     # --- checkpoints --------------------------------------------------------------------------
-    def save_checkpoint(self) -> None:
-        if self.checkpoint_path is None:
-            return
+    def _save_state(self, f) -> None:
         state = self.chains.host_state()
-        with ckpt.atomic_h5(self.checkpoint_path) as f:
-            ckpt.write_attrs(f, {"format": CHECKPOINT_FORMAT, "config": asdict(self.config),
-                                 "equilibrated": self.equilibrated, "blocks_done": self.blocks_done,
-                                 "wall_s": self.wall_s})
-            ckpt.write_arrays(f.create_group("chains"), state | {"states": self.chains.states_to_host(),
-                                                                 "counts": self.chains.counts,
-                                                                 "drift": self.chains.drift})
-            for name, parts in self.series.items():
-                group = f.create_group(f"series/{name}")
-                for k, part in enumerate(parts):
-                    group.create_dataset(f"{k:06d}", data=part)
+        ckpt.write_arrays(f.create_group("chains"), state | {"states": self.chains.states_to_host(),
+                                                             "counts": self.chains.counts,
+                                                             "drift": self.chains.drift})
 
 
 def resume_lattice_run(path) -> LatticeRun:
@@ -217,18 +175,14 @@ def resume_lattice_run(path) -> LatticeRun:
             raise ValueError(f"resume: {path} is not a qmckit lattice checkpoint")
         config = LatticeRunConfig(**attrs["config"])
         run = LatticeRun.__new__(LatticeRun)
-        run.config, run.checkpoint_path = config, path
         run.system = LatticeRVB(**config.params)
         run.backend = config.resolved_backend()
+        run._start(config, path, SERIES)
         arrays = ckpt.read_arrays(f["chains"])
         states = arrays.pop("states")
         counts, drift = arrays.pop("counts"), arrays.pop("drift")
         run.chains = run._make_chains(arrays, states)
         run.chains.counts[:] = counts
         run.chains.drift[:] = drift
-        run.equilibrated = attrs["equilibrated"]
-        run.blocks_done = attrs["blocks_done"]
-        run.wall_s = attrs["wall_s"]
-        run.series = {name: [np.array(f[f"series/{name}"][key]) for key in sorted(f[f"series/{name}"])]
-                      for name in SERIES}
+        run._restore_progress(f, attrs)
     return run

@@ -1,0 +1,128 @@
+"""The one Run: what every QMC run of qmckit shares, whatever its sampler.
+
+A run equilibrates, then runs blocks; each block appends one record per sweep (or DMC step) to named
+series; an atomic HDF5 checkpoint is written after equilibration and after every block; ``blocks(stop)``
+yields after each block and pauses cleanly when ``stop`` (a ``threading.Event``) is set; ``run(progress)``
+runs to the end and returns the JSON-ready result. :class:`qmckit.runs.VMCRun` and
+:class:`qmckit.runs.DMCRun` (continuum walkers, any sampler of :mod:`qmckit.samplers`) and
+:class:`qmckit.methods.lattice_vmc.LatticeRun` (lattice chains) are this class with their own
+``_equilibrate``, ``_block``, estimates and checkpoint state, so blocks, checkpoints and resume, progress
+and Stop behave alike for all of them.
+
+A subclass sets ``CHECKPOINT_FORMAT`` and ``series_names`` and implements
+
+    _equilibrate()              the equilibration sweeps (and whatever must follow them)
+    _block(n) -> dict           n sweeps or steps: {series name: records of this block}
+    _sync()                     bring device-held state to the host before a checkpoint
+    _checkpoint_attrs() -> dict scalar state for the checkpoint's attributes
+    _save_state(f)              arrays (walkers, chains, …) into the open HDF5 file ``f``
+    estimates(), result(), acceptance
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+
+import numpy as np
+
+from .. import checkpoint as ckpt
+
+
+class Run:
+    """Equilibration, blocks, series, atomic checkpoints, progress and Stop (see the module docstring)."""
+
+    method = ""
+    CHECKPOINT_FORMAT = ""
+
+    def _start(self, config, checkpoint_path, series_names) -> None:
+        self.config = config
+        self.checkpoint_path = checkpoint_path
+        self.series_names = tuple(series_names)
+        self.series: dict[str, list[np.ndarray]] = {name: [] for name in self.series_names}
+        self.equilibrated = False
+        self.blocks_done = 0
+        self.wall_s = 0.0
+
+    # --- running ------------------------------------------------------------------------------
+    def equilibrate(self) -> None:
+        if not self.equilibrated:
+            start = time.perf_counter()
+            self._equilibrate()
+            self.equilibrated = True
+            self.wall_s += time.perf_counter() - start
+            self.save_checkpoint()
+
+    def blocks(self, stop=None):
+        """Run the remaining blocks, yielding ``(blocks_done, n_blocks)`` after each one.
+
+        ``stop`` is an optional ``threading.Event``; when set, the run pauses after the current
+        block (its checkpoint is written), and can be continued by calling ``blocks`` again.
+        """
+        self.equilibrate()
+        cfg = self.config
+        while self.blocks_done < cfg.n_blocks:
+            if stop is not None and stop.is_set():
+                return
+            start = time.perf_counter()
+            records = self._block(min(cfg.block, cfg.steps - self.blocks_done * cfg.block))
+            for name in self.series_names:
+                self.series[name].append(np.asarray(records[name]))
+            self.blocks_done += 1
+            self.wall_s += time.perf_counter() - start
+            self.save_checkpoint()
+            yield self.blocks_done, cfg.n_blocks
+
+    def run(self, progress=None) -> dict:
+        """Run to completion; ``progress(done, total)`` is called after every block."""
+        for done, total in self.blocks():
+            if progress is not None:
+                progress(done, total)
+        return self.result()
+
+    def series_of(self, name: str) -> np.ndarray:
+        parts = self.series[name]
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    # --- checkpoints --------------------------------------------------------------------------
+    def save_checkpoint(self) -> None:
+        """Write the run's whole state atomically to ``checkpoint_path`` (nothing when it is None)."""
+        if self.checkpoint_path is None:
+            return
+        self._sync()
+        with ckpt.atomic_h5(self.checkpoint_path) as f:
+            ckpt.write_attrs(f, {"format": self.CHECKPOINT_FORMAT, "config": asdict(self.config),
+                                 "equilibrated": self.equilibrated, "blocks_done": self.blocks_done,
+                                 **self._checkpoint_attrs(), "wall_s": self.wall_s})
+            self._save_state(f)
+            for name, parts in self.series.items():
+                group = f.create_group(f"series/{name}")
+                for k, part in enumerate(parts):
+                    group.create_dataset(f"{k:06d}", data=part)
+
+    def _restore_progress(self, f, attrs: dict) -> None:
+        """The progress and series of a checkpoint opened as ``f`` with attributes ``attrs``."""
+        self.equilibrated = attrs["equilibrated"]
+        self.blocks_done = attrs["blocks_done"]
+        self.wall_s = attrs["wall_s"]
+        for name in self.series_names:
+            group = f[f"series/{name}"]
+            self.series[name] = [np.array(group[key]) for key in sorted(group)]
+
+    # --- what a run type provides ------------------------------------------------------------------
+    def _equilibrate(self) -> None:
+        raise NotImplementedError
+
+    def _block(self, n: int) -> dict:
+        raise NotImplementedError
+
+    def _sync(self) -> None:
+        pass
+
+    def _checkpoint_attrs(self) -> dict:
+        return {}
+
+    def _save_state(self, f) -> None:
+        pass
+
+    def result(self) -> dict:
+        raise NotImplementedError
