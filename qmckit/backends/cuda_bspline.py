@@ -308,10 +308,10 @@ class CudaBspline:
         self.parts = 2 if self.orbitals.is_complex else 1
         self.n_orbitals = self.orbitals.n_orbitals
         self.n_real = self.n_orbitals * self.parts
-        self.threads = default_threads(self.n_real) if threads is None else bo._check_int("threads", threads, 4)
+        self.threads = default_threads(self.n_real) if threads is None else bo.check_int("threads", threads, 4)
         if self.threads > 1024:
             raise ValueError(f"threads must be at most 1024, got {self.threads}")
-        self.chunk = None if chunk is None else bo._check_int("chunk", chunk, 1)
+        self.chunk = None if chunk is None else bo.check_int("chunk", chunk, 1)
         host = self.orbitals.coefficients.view(self.real)  # (n1, n2, n3, L') real
         self.d_coeffs = c.to_device(host)
         self.d_cell_inverse = c.to_device(np.ascontiguousarray(self.orbitals.cell_inverse))
@@ -343,7 +343,7 @@ class CudaBspline:
         return int(sum(a.nbytes for a in (self.d_coeffs, self._d_uncoalesced, self._d_pairs) if a is not None))
 
     def _positions(self, positions):
-        return self.orbitals._positions(positions)
+        return self.orbitals.checked_positions(positions)
 
     def _to_complex(self, *arrays):
         return tuple(a.view(self.dtype) for a in arrays)
@@ -420,8 +420,8 @@ class CudaBspline:
         """
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-        repeats = bo._check_int("repeats", repeats, 1)
-        if threads is not None and not 4 <= bo._check_int("threads", threads, 4) <= 1024:
+        repeats = bo.check_int("repeats", repeats, 1)
+        if threads is not None and not 4 <= bo.check_int("threads", threads, 4) <= 1024:
             raise ValueError(f"threads must be at most 1024, got {threads}")
         c = _cuda()
         pos = self._positions(positions)

@@ -77,7 +77,7 @@ from ..rng import normal_pair, uniform
 from ..systems import gaussian_basis as _gb
 from ..systems import molecule as _mol
 from ..systems.gaussian_basis import eval_point
-from ..systems.molecule import _pair_a
+from ..systems.molecule import pair_a
 from ..systems.slater import invert
 from . import cuda_import
 
@@ -229,7 +229,7 @@ def electron_pairs(R, i, n, atoms, jee, beta_ee, jen, beta_en, g):
     lap_i = ∇²_i U = Σ_{l≠i} 2 a_il/(r (1 + β_ee r)³) − Σ_A 2 Z_A/(r (1 + β_en r)³)
     v_i   = ½ Σ_{l≠i} 1/r_il − Σ_A Z_A/r_iA                            (Σ_i v_i = V_ee + V_en)
 
-    (the e–e terms with ``jee``, the e–n terms with ``jen``; a_il of :func:`qmckit.systems.molecule._pair_a`)."""
+    (the e–e terms with ``jee``, the e–n terms with ``jen``; a_il of :func:`qmckit.systems.molecule.pair_a`)."""
     N = R.shape[0]
     x = R[i, 0]
     y = R[i, 1]
@@ -244,7 +244,7 @@ def electron_pairs(R, i, n, atoms, jee, beta_ee, jen, beta_en, g):
         r = math.sqrt(dx * dx + dy * dy + dz * dz)
         v += 0.5 / r
         if jee != 0:
-            a = _pair_a(i, l, n)
+            a = pair_a(i, l, n)
             b = 1.0 / (1.0 + beta_ee * r)
             u += 0.5 * a * r * b
             c = a * b * b / r
@@ -478,7 +478,7 @@ def cpu_pairs(R, n, atoms, jee, beta_ee, jen, beta_en, Ue, gU, lU, Ve):
                 v += h
                 Ve[w, l] += h
                 if jee != 0:
-                    a = _pair_a(i, l, n)
+                    a = pair_a(i, l, n)
                     b = 1.0 / (1.0 + beta_ee * r)
                     f = 0.5 * a * r * b
                     u += f
@@ -741,23 +741,23 @@ _twin = cuda_import.device_twin
 @functools.lru_cache(maxsize=None)
 def device_functions() -> dict:
     """CUDA device twins, compiled from the CPU functions' own source: ``eval_point`` (with its
-    ``_ipow``), ``_pair_a``, :func:`electron_nuclei`, :func:`electron_pairs`, :func:`electron_terms`, :func:`walker_decide`,
+    ``ipow``), ``pair_a``, :func:`electron_nuclei`, :func:`electron_pairs`, :func:`electron_terms`, :func:`walker_decide`,
     :func:`electron_update` (these call the xoroshiro twins of :mod:`qmckit.backends.cuda_rng`)."""
     from . import cuda_rng
 
     kw = cuda_rng._DEVICE_KW
     gb_ns = dict(vars(_gb))
-    gb_ns["_ipow"] = _twin(_gb._ipow, gb_ns, kw)
+    gb_ns["ipow"] = _twin(_gb.ipow, gb_ns, kw)
     ev = _twin(_gb.eval_point, gb_ns, kw)
     mol_ns = dict(vars(_mol))
-    pair_a = _twin(_mol._pair_a, mol_ns, kw)
+    pair_a = _twin(_mol.pair_a, mol_ns, kw)
     ns = dict(globals())
-    ns.update({"uniform": cuda_rng.uniform, "normal_pair": cuda_rng.normal_pair, "eval_point": ev, "_pair_a": pair_a})
+    ns.update({"uniform": cuda_rng.uniform, "normal_pair": cuda_rng.normal_pair, "eval_point": ev, "pair_a": pair_a})
     ns["electron_nuclei"] = _twin(electron_nuclei, ns, kw)
     twins = {name: _twin(globals()[name], ns, kw)
              for name in ("electron_pairs", "electron_terms", "walker_decide", "electron_update")}
     ns.update(twins)
-    return {"eval_point": ev, "_pair_a": pair_a, **twins}
+    return {"eval_point": ev, "pair_a": pair_a, **twins}
 
 
 @functools.lru_cache(maxsize=None)

@@ -78,7 +78,7 @@ import numba as nb
 import numpy as np
 
 from ..stats import estimate
-from ..systems.bspline_orbitals import _electron_values, evaluate_electron, plane_wave_orbitals
+from ..systems.bspline_orbitals import electron_values, evaluate_electron, plane_wave_orbitals
 from ..systems.slater import invert
 
 SCHEMES = ("pbp", "qs_batched", "qs_literal", "cbc")
@@ -359,7 +359,7 @@ def _orbital_values(mode, gvec, kind, coeffs, cinv, r, out):
             ph = gvec[l, 0] * r[0] + gvec[l, 1] * r[1] + gvec[l, 2] * r[2]
             out[l] = math.sin(ph) if kind[l] == 1 else math.cos(ph)
     else:
-        _electron_values(coeffs, cinv, r, out)
+        electron_values(coeffs, cinv, r, out)
 
 
 @nb.njit(cache=True)

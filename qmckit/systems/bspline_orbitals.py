@@ -80,13 +80,13 @@ TABLE_II_SIZES = {
 # --------------------------------------------------------------------------------------------
 # validation helpers (messages start with the parameter name)
 # --------------------------------------------------------------------------------------------
-def _check_int(name, value, minimum):
+def check_int(name, value, minimum):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
     return int(value)
 
 
-def _check_grid(grid, name="grid"):
+def check_grid(grid, name="grid"):
     if isinstance(grid, (int, np.integer)) and not isinstance(grid, (bool, np.bool_)):
         grid = (grid, grid, grid)
     try:
@@ -116,7 +116,7 @@ def _check_cell(cell):
     return arr
 
 
-def _check_precision(precision):
+def check_precision(precision):
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     return precision
@@ -128,8 +128,8 @@ def _check_layout(layout):
     return layout
 
 
-def _dtype_for(precision, complex_):
-    return np.dtype(PRECISIONS[_check_precision(precision)][1 if complex_ else 0])
+def dtype_for(precision, complex_):
+    return np.dtype(PRECISIONS[check_precision(precision)][1 if complex_ else 0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def fit_coefficients(values, dtype=None) -> np.ndarray:
 def grid_points(cell, grid) -> np.ndarray:
     """Cartesian positions (n1, n2, n3, 3) in bohr of the grid points i_d/n_d along the cell's vectors."""
     cell = _check_cell(cell)
-    grid = _check_grid(grid)
+    grid = check_grid(grid)
     u = np.stack(np.meshgrid(*(np.arange(n) / n for n in grid), indexing="ij"), axis=-1)
     return u @ cell
 
@@ -289,7 +289,7 @@ def _electron_uncoalesced(coeffs, cell_inverse, position, ov, og, ol):
 
 
 @nb.njit(cache=True)
-def _electron_values(coeffs, cell_inverse, position, ov):
+def electron_values(coeffs, cell_inverse, position, ov):
     n1, n2, n3, n_orb = coeffs.shape
     idx = np.empty((3, 4), dtype=np.int64)
     weights = np.empty((64, 5), dtype=ov.real.dtype)
@@ -309,7 +309,7 @@ def evaluate_values(coeffs, cell_inverse, positions, out_values):
     """Values only (study 003's kernel, Eq. 6), coalesced coefficients (n1, n2, n3, L): out_values (N, L);
     bit-identical to the values of :func:`evaluate`."""
     for j in nb.prange(positions.shape[0]):
-        _electron_values(coeffs, cell_inverse, positions[j], out_values[j])
+        electron_values(coeffs, cell_inverse, positions[j], out_values[j])
 
 
 @nb.njit(cache=True)
@@ -382,15 +382,15 @@ class BsplineOrbitals:
     def from_grid_values(cls, cell, values, precision="f64", layout="coalesced"):
         """The orbitals that interpolate ``values`` (n1, n2, n3, L) given at :func:`grid_points`."""
         values = np.asarray(values)
-        coeffs = fit_coefficients(values, dtype=_dtype_for(precision, np.iscomplexobj(values)))
+        coeffs = fit_coefficients(values, dtype=dtype_for(precision, np.iscomplexobj(values)))
         return cls(coeffs, cell).with_layout(layout)
 
     @classmethod
     def random(cls, grid, n_orbitals, cell=10.0, precision="f64", complex=True, layout="coalesced", seed=0):
         """Random coefficients (uniform in [−1, 1), real and imaginary parts) for timing."""
-        grid = _check_grid(grid)
-        n_orbitals = _check_int("n_orbitals", n_orbitals, 1)
-        dtype = _dtype_for(precision, complex)
+        grid = check_grid(grid)
+        n_orbitals = check_int("n_orbitals", n_orbitals, 1)
+        dtype = dtype_for(precision, complex)
         _check_layout(layout)
         shape = (*grid, n_orbitals) if layout == "coalesced" else (n_orbitals, *grid)
         rng = np.random.default_rng(seed)
@@ -413,7 +413,7 @@ class BsplineOrbitals:
 
     def astype(self, precision):
         """The same orbitals with coefficients rounded to ``precision`` ("f32" or "f64")."""
-        dtype = _dtype_for(precision, self.is_complex)
+        dtype = dtype_for(precision, self.is_complex)
         return BsplineOrbitals(self.coefficients.astype(dtype), self.cell, self.layout)
 
     # ---- properties ----
@@ -445,7 +445,7 @@ class BsplineOrbitals:
         return "f32" if self.coefficients.real.dtype == np.float32 else "f64"
 
     # ---- evaluation ----
-    def _positions(self, positions):
+    def checked_positions(self, positions):
         pos = np.asarray(positions, dtype=np.float64)
         if pos.ndim != 2 or pos.shape[1] != 3 or not np.all(np.isfinite(pos)):
             raise ValueError(f"positions must be a finite (N, 3) array in bohr, got shape {pos.shape}")
@@ -469,7 +469,7 @@ class BsplineOrbitals:
 
     def evaluate(self, positions, out=None):
         """Values (N, L), Cartesian gradients (N, 3, L) and Laplacians (N, L) at ``positions`` (N, 3) bohr."""
-        pos = self._positions(positions)
+        pos = self.checked_positions(positions)
         out = self.allocate(len(pos)) if out is None else self._check_out(out, len(pos))
         if self.layout == "uncoalesced":
             evaluate_uncoalesced(self.coefficients, self._cell_inverse, pos, *out)
@@ -490,7 +490,7 @@ class BsplineOrbitals:
         """Values (N, L) only (:func:`evaluate_values`; coalesced layout only)."""
         if self.layout != "coalesced":
             raise ValueError("layout must be coalesced for values-only evaluation, got uncoalesced")
-        pos = self._positions(positions)
+        pos = self.checked_positions(positions)
         out = np.empty((len(pos), self.n_orbitals), self.dtype) if out is None else out
         coeffs, values = self._real_views(self.coefficients, out)
         evaluate_values(coeffs, self._cell_inverse, pos, values)
@@ -498,7 +498,7 @@ class BsplineOrbitals:
 
     def evaluate_electron(self, position, out=None):
         """One electron (particle-by-particle kernel): values (L,), gradients (3, L), Laplacians (L,)."""
-        pos = self._positions(np.reshape(position, (1, 3)))[0]
+        pos = self.checked_positions(np.reshape(position, (1, 3)))[0]
         out = tuple(a[0] for a in self.allocate(1)) if out is None else self._check_out(out, 1, single=True)
         if self.layout == "uncoalesced":
             evaluate_electron_uncoalesced(self.coefficients, self._cell_inverse, pos, *out)
@@ -509,7 +509,7 @@ class BsplineOrbitals:
 
     def evaluate_per_electron(self, positions):
         """All electrons, one :meth:`evaluate_electron` call each (the per-electron kernel, serial)."""
-        pos = self._positions(positions)
+        pos = self.checked_positions(positions)
         values, gradients, laplacians = self.allocate(len(pos))
         for j in range(len(pos)):
             self.evaluate_electron(pos[j], (values[j], gradients[j], laplacians[j]))
@@ -559,7 +559,7 @@ class PlaneWaveOrbitals:
 
     def grid_values(self, grid) -> np.ndarray:
         """Values (n1, n2, n3, L) at :func:`grid_points` (input of :func:`fit_coefficients`)."""
-        grid = _check_grid(grid)
+        grid = check_grid(grid)
         pts = grid_points(self.cell, grid).reshape(-1, 3)
         return self.evaluate(pts)[0].reshape(*grid, self.n_orbitals)
 
@@ -576,7 +576,7 @@ def plane_wave_orbitals(cell, n_orbitals, complex=False) -> PlaneWaveOrbitals:
     cos(G·r) followed by sin(G·r).
     """
     cell = _check_cell(cell)
-    n_orbitals = _check_int("n_orbitals", n_orbitals, 1)
+    n_orbitals = check_int("n_orbitals", n_orbitals, 1)
     recip = 2.0 * np.pi * np.linalg.inv(cell).T  # rows b_i, a_i · b_j = 2π δ_ij
     sigma_min = np.linalg.svd(recip, compute_uv=False).min()
     needed = n_orbitals if complex else (n_orbitals + 1) // 2 + 1  # G vectors (pairs count once)
@@ -618,7 +618,7 @@ def flops_per_evaluation(n_electrons, n_orbitals, complex=True) -> int:
 
 def coefficient_bytes(n_electrons, n_orbitals, precision="f64", complex=True) -> int:
     """Bytes of coefficients read by one N × L evaluation: 64 coefficients × L per electron."""
-    return n_electrons * n_orbitals * 64 * _dtype_for(precision, complex).itemsize
+    return n_electrons * n_orbitals * 64 * dtype_for(precision, complex).itemsize
 
 
 def time_evaluation(n_electrons, n_orbitals, grid, precision="f64", layout="coalesced", complex=True,
@@ -631,16 +631,16 @@ def time_evaluation(n_electrons, n_orbitals, grid, precision="f64", layout="coal
     compile/warm-up call), ``bytes_per_s`` (coefficient reads), ``gflops`` (:func:`flops_per_evaluation`)
     and ``paper_gflops`` (the value sum only, study 003's Table XII rule, whatever was evaluated).
     """
-    n_electrons = _check_int("n_electrons", n_electrons, 1)
-    n_orbitals = _check_int("n_orbitals", n_orbitals, 1)
-    grid = _check_grid(grid)
-    _check_precision(precision)
+    n_electrons = check_int("n_electrons", n_electrons, 1)
+    n_orbitals = check_int("n_orbitals", n_orbitals, 1)
+    grid = check_grid(grid)
+    check_precision(precision)
     _check_layout(layout)
-    repeats = _check_int("repeats", repeats, 1)
+    repeats = check_int("repeats", repeats, 1)
     if values_only and layout != "coalesced":
         raise ValueError("layout must be coalesced for values-only evaluation, got uncoalesced")
     if threads is not None:
-        threads = _check_int("threads", threads, 1)
+        threads = check_int("threads", threads, 1)
         if threads > nb.config.NUMBA_NUM_THREADS:
             raise ValueError(f"threads must be at most {nb.config.NUMBA_NUM_THREADS} on this machine, got {threads}")
     orbitals = BsplineOrbitals.random(grid, n_orbitals, cell=10.0 if cell is None else cell, precision=precision,

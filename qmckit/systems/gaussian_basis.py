@@ -171,7 +171,7 @@ def _packed(basis) -> np.ndarray:
 # kernels
 # --------------------------------------------------------------------------------------------
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _ipow(x, n):
+def ipow(x, n):
     """x**n for a small non-negative integer n (0**0 = 1)."""
     r = 1.0
     for _ in range(n):
@@ -349,16 +349,16 @@ def eval_point(packed, x, y, z, val, grad, lap, order):
             for lx in range(l, -1, -1):
                 for ly in range(l - lx, -1, -1):
                     lz = l - lx - ly
-                    px = _ipow(dx, lx)
-                    py = _ipow(dy, ly)
-                    pz = _ipow(dz, lz)
+                    px = ipow(dx, lx)
+                    py = ipow(dy, ly)
+                    pz = ipow(dz, lz)
                     P = px * py * pz
                     val[mu] = P * R
                     if order >= 1:
                         # ∂P/∂x etc. (zero when the power is 0)
-                        gx = lx * _ipow(dx, lx - 1) * py * pz if lx > 0 else 0.0
-                        gy = ly * px * _ipow(dy, ly - 1) * pz if ly > 0 else 0.0
-                        gz = lz * px * py * _ipow(dz, lz - 1) if lz > 0 else 0.0
+                        gx = lx * ipow(dx, lx - 1) * py * pz if lx > 0 else 0.0
+                        gy = ly * px * ipow(dy, ly - 1) * pz if ly > 0 else 0.0
+                        gz = lz * px * py * ipow(dz, lz - 1) if lz > 0 else 0.0
                         two_pr1 = 2.0 * P * R1
                         grad[mu, 0] = gx * R + two_pr1 * dx
                         grad[mu, 1] = gy * R + two_pr1 * dy
@@ -366,11 +366,11 @@ def eval_point(packed, x, y, z, val, grad, lap, order):
                         if order >= 2:
                             lap_p = 0.0
                             if lx > 1:
-                                lap_p += lx * (lx - 1) * _ipow(dx, lx - 2) * py * pz
+                                lap_p += lx * (lx - 1) * ipow(dx, lx - 2) * py * pz
                             if ly > 1:
-                                lap_p += ly * (ly - 1) * px * _ipow(dy, ly - 2) * pz
+                                lap_p += ly * (ly - 1) * px * ipow(dy, ly - 2) * pz
                             if lz > 1:
-                                lap_p += lz * (lz - 1) * px * py * _ipow(dz, lz - 2)
+                                lap_p += lz * (lz - 1) * px * py * ipow(dz, lz - 2)
                             lap[mu] = lap_p * R + P * ((4.0 * l + 6.0) * R1 + 4.0 * s * R2)
                     mu += 1
 

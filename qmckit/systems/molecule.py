@@ -314,7 +314,7 @@ def rhf_solution(atoms, basis: str, charge: int = 0) -> RHFSolution:
 # kernels
 # --------------------------------------------------------------------------------------------
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _pair_a(i, l, n):
+def pair_a(i, l, n):
     """Jastrow a of the pair (i, l): ¼ for parallel spins, ½ for antiparallel."""
     return A_PARALLEL if (i < n) == (l < n) else A_ANTIPARALLEL
 
@@ -487,7 +487,7 @@ def log_psi(R, p):
         for i in range(N):
             for l in range(i + 1, N):
                 r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
-                total += _pair_a(i, l, n) * r / (1.0 + beta * r)
+                total += pair_a(i, l, n) * r / (1.0 + beta * r)
     if p[P_JEN] != 0.0:
         for i in range(N):
             total += _en_value(atoms, R[i, 0], R[i, 1], R[i, 2], p[P_BEN])
@@ -536,7 +536,7 @@ def recompute(R, p, cache):
                 dz = R[i, 2] - R[l, 2]
                 r = math.sqrt(dx * dx + dy * dy + dz * dz)
                 b = 1.0 / (1.0 + beta * r)
-                c = _pair_a(i, l, n) * b * b / r  # f'(r)/r
+                c = pair_a(i, l, n) * b * b / r  # f'(r)/r
                 JG[i, 0] += c * dx
                 JG[i, 1] += c * dy
                 JG[i, 2] += c * dz
@@ -603,7 +603,7 @@ def test_move(R, p, cache, i, r_new, grad_new):
                 CO[l] = 0.0
                 CN[l] = 0.0
                 continue
-            a = _pair_a(i, l, n)
+            a = pair_a(i, l, n)
             dxo = xo - R[l, 0]
             dyo = yo - R[l, 1]
             dzo = zo - R[l, 2]
@@ -724,7 +724,7 @@ def local_energy(R, p, cache):
             energy += 1.0 / r
             if jee:
                 b = 1.0 / (1.0 + beta * r)
-                energy -= 2.0 * _pair_a(i, l, n) * b * b * b / r
+                energy -= 2.0 * pair_a(i, l, n) * b * b * b / r
     return energy
 
 

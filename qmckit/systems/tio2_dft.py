@@ -74,7 +74,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bspline_orbitals import BsplineOrbitals, _check_grid, _check_precision, _dtype_for, fit_coefficients, grid_points
+from .bspline_orbitals import BsplineOrbitals, check_grid, check_precision, dtype_for, fit_coefficients, grid_points
 from .gaussian_basis import CHEM_EXTRA_HINT, PySCFMissing, require_pyscf
 
 BOHR_ANGSTROM = 0.529177210903  # CODATA 2018, Å per bohr
@@ -297,7 +297,7 @@ def ao_values(cell, points, chunk: int = AO_CHUNK, progress=None, stage="atomic 
 def sample_orbitals(cell, mo_coeff, grid, progress=None) -> np.ndarray:
     """Orbital values (n1, n2, n3, L) at the grid points i_d/n_d of ``cell`` (the input of
     :func:`~qmckit.systems.bspline_orbitals.fit_coefficients`); ``mo_coeff`` is (n_basis, L)."""
-    grid = _check_grid(grid)
+    grid = check_grid(grid)
     points = grid_points(cell.lattice_vectors(), grid).reshape(-1, 3)
     report = _reporter(progress)
     mo_coeff = np.asarray(mo_coeff, dtype=np.float64)
@@ -412,8 +412,8 @@ def tio2_dft_orbitals(grid=DEFAULT_GRID, basis: str = DEFAULT_BASIS, xc: str = D
     Returns :class:`TiO2Orbitals`. Needs PySCF (the ``chem`` extra) unless the cached spline matches
     ``grid`` and ``precision``; raises :class:`PySCFMissing` with one line otherwise.
     """
-    grid = _check_grid(grid)
-    precision = _check_precision(precision)
+    grid = check_grid(grid)
+    precision = check_precision(precision)
     settings = _settings(lattice_constant, basis, xc, _check_positive("ke_cutoff", ke_cutoff))
     structure = tio2_cell(lattice_constant)
     cached = _read_cache(cache_npz, cache_json) if use_cache else None
@@ -425,11 +425,11 @@ def tio2_dft_orbitals(grid=DEFAULT_GRID, basis: str = DEFAULT_BASIS, xc: str = D
                       pseudo=settings["pseudo"], ke_cutoff=settings["ke_cutoff_hartree"], grid=grid,
                       precision=precision, metadata=meta)
         if "coefficients" in arrays and tuple(meta["grid"]) == grid and meta["precision"] == precision:
-            coeffs = np.ascontiguousarray(arrays["coefficients"], dtype=_dtype_for(precision, False))
+            coeffs = np.ascontiguousarray(arrays["coefficients"], dtype=dtype_for(precision, False))
             return TiO2Orbitals(orbitals=BsplineOrbitals(coeffs, structure.lattice), source="cache", **common)
         cell = pyscf_cell(lattice_constant, basis, xc, ke_cutoff)
         values = sample_orbitals(cell, arrays["mo_coeff"], grid, progress)
-        orbitals = BsplineOrbitals(fit_coefficients(values, dtype=_dtype_for(precision, False)), structure.lattice)
+        orbitals = BsplineOrbitals(fit_coefficients(values, dtype=dtype_for(precision, False)), structure.lattice)
         return TiO2Orbitals(orbitals=orbitals, source="cached SCF", **common)
     return _compute(structure, settings, grid, precision, progress)
 
@@ -449,7 +449,7 @@ def _compute(structure, settings, grid, precision, progress, verbose=0) -> TiO2O
     mo_coeff = np.ascontiguousarray(np.real_if_close(mf.mo_coeff[:, :n_occ]), dtype=np.float64)
     mo_energy = np.asarray(mf.mo_energy, dtype=np.float64)
     values = sample_orbitals(cell, mo_coeff, grid, progress)
-    orbitals = BsplineOrbitals(fit_coefficients(values, dtype=_dtype_for(precision, False)), structure.lattice)
+    orbitals = BsplineOrbitals(fit_coefficients(values, dtype=dtype_for(precision, False)), structure.lattice)
     meta = dict(settings)
     meta.update({
         "description": "Occupied Γ-point Kohn–Sham orbitals of fluorite-type TiO2 (conventional 12-atom cubic "
@@ -613,7 +613,7 @@ def main(argv=None) -> int:
         print(f"qmckit: {exc}", file=sys.stderr)
         return 2
     settings = _settings(LATTICE_CONSTANT, DEFAULT_BASIS, DEFAULT_XC, DEFAULT_KE_CUTOFF)
-    result = _compute(tio2_cell(), settings, _check_grid(args.grid), DEFAULT_PRECISION, True, args.verbose)
+    result = _compute(tio2_cell(), settings, check_grid(args.grid), DEFAULT_PRECISION, True, args.verbose)
     error = spline_error(result, n_points=2000, seed=2012)
     print(json.dumps({"scf_energy_hartree": result.scf_energy, "n_occupied": result.n_occupied,
                       "scf_wall_s": result.metadata["scf_wall_s"], "spline_error": error}, indent=2))
