@@ -96,7 +96,7 @@ _twin = cuda_import.device_twin
 
 
 @functools.lru_cache(maxsize=None)
-def _shared_twins() -> dict:
+def shared_twins() -> dict:
     """Device twins that do not depend on the e–n switch: the Slater helpers and the drift cap."""
     from . import cpu_kernels, cuda_rng
     from ..systems import slater
@@ -128,7 +128,7 @@ def _device_functions(en_cusp: bool) -> dict:
     from ..systems import atom
 
     kw = cuda_rng._DEVICE_KW
-    shared = _shared_twins()
+    shared = shared_twins()
     slater_twins = {name: shared[name] for name in ("invert", "det_ratio", "sherman_morrison_row")}
 
     def _views(cache, N):
@@ -320,11 +320,7 @@ class CudaAtomSweeper:
             raise ValueError(f"dt must be a positive time step, got {dt!r}")
         if not (step > 0 and math.isfinite(step)):
             raise ValueError(f"step must be positive, got {step!r}")
-        N = system.n_particles
-        if walkers.dim != 3 or walkers.n_particles != N:
-            raise ValueError(f"walkers must have shape (W, {N}, 3), got {walkers.positions.shape}")
-        if N > MAX_ELECTRONS or N % 2:
-            raise ValueError(f"the GPU atom kernel takes an even N ≤ {MAX_ELECTRONS} electrons, got {N}")
+        self.dim = self._check_system(system, walkers)
         threads = 128 if threads_per_block is None else int(threads_per_block)
         if threads < 1 or threads > 1024:
             raise ValueError(f"threads_per_block must be in 1…1024, got {threads_per_block!r}")
@@ -340,24 +336,36 @@ class CudaAtomSweeper:
         self.shared_bytes = 0
         self.blocks = (walkers.n_walkers + threads - 1) // threads
         self._params_host = np.ascontiguousarray(system.kernel_params, dtype=np.float64)
+        self._k = self._select_kernels()
+        self._energies = {}
+        self.last_accepted = np.zeros(walkers.n_walkers, dtype=np.int64)
+        self.from_host()
+
+    def _check_system(self, system, walkers) -> int:
+        """Refuse what the kernels cannot take; the spatial dimension d of the walkers."""
+        N = system.n_particles
+        if walkers.dim != 3 or walkers.n_particles != N:
+            raise ValueError(f"walkers must have shape (W, {N}, 3), got {walkers.positions.shape}")
+        if N > MAX_ELECTRONS or N % 2:
+            raise ValueError(f"the GPU atom kernel takes an even N ≤ {MAX_ELECTRONS} electrons, got {N}")
+        return 3
+
+    def _select_kernels(self) -> dict:
         if self._params_host.shape != (N_PARAMS,):
             raise ValueError(f"system.kernel_params must have {N_PARAMS} entries, got {self._params_host.shape}")
         # the e–n cusp factor's code is compiled in only where the parameters switch it on (the
         # kernels read exactly this vector, so its flag, = system.params.en_cusp, decides)
         self.en_cusp_code = bool(self._params_host[_P_EN] != 0.0)
-        self._k = kernels(en_cusp=self.en_cusp_code)
-        self._energies = {}
-        self.last_accepted = np.zeros(walkers.n_walkers, dtype=np.int64)
-        self.from_host()
+        return kernels(en_cusp=self.en_cusp_code)
 
     # --- data movement -------------------------------------------------------------------------
     def _allocate_caches(self, W: int) -> None:
         c = _cuda()
-        N = self.walkers.n_particles
+        N, d = self.walkers.n_particles, self.dim
         n = N // 2
         self._T = c.device_array((N, n, W), dtype=np.float64)
-        self._DPHI = c.device_array((N, n, 3, W), dtype=np.float64)
-        self._JG = c.device_array((N, 3, W), dtype=np.float64)
+        self._DPHI = c.device_array((N, n, d, W), dtype=np.float64)
+        self._JG = c.device_array((N, d, W), dtype=np.float64)
         self._accepted = c.device_array(W, dtype=np.int64)
         self._no_energies = c.device_array(1, dtype=np.float64)
 
@@ -392,19 +400,23 @@ class CudaAtomSweeper:
         them (incrementally updated since the last rebuild), the scratch entries zero. Valid after
         :meth:`from_host`, :meth:`recompute` or a sweep; not between :meth:`branch` and the next sweep
         (branching gathers positions only)."""
-        from ..systems.atom import _views
-
         W, N = self.walkers.n_walkers, self.walkers.n_particles
         out = np.zeros((W, self.system.cache_size()))
         T = self._T.copy_to_host()
         DPHI = self._DPHI.copy_to_host()
         JG = self._JG.copy_to_host()
         for k in range(W):
-            views = _views(out[k], N)
+            views = self._cache_views(out[k], N)
             views[0][...] = T[:, :, k]
             views[1][...] = DPHI[:, :, :, k]
             views[2][...] = JG[:, :, k]
         return out
+
+    @staticmethod
+    def _cache_views(row, N):
+        from ..systems.atom import _views
+
+        return _views(row, N)
 
     def recompute(self) -> None:
         """Rebuild the device caches from the device positions (every launch does this anyway)."""
@@ -432,19 +444,19 @@ class CudaAtomSweeper:
         """
         c = _cuda()
         index = np.ascontiguousarray(index, dtype=np.int64)
-        W_new, N = index.size, self.walkers.n_particles
-        new_pos = c.device_array((N, 3, W_new), dtype=np.float64)
+        W_new, N, d = index.size, self.walkers.n_particles, self.dim
+        new_pos = c.device_array((N, d, W_new), dtype=np.float64)
         threads = 128
         if W_new:
             # gather[k, i, w] = src[k, i, index[w]] with grid (walkers, dim 1, dim 0)
-            cuda_bec.gather_kernel()[((W_new + threads - 1) // threads, 3, N), threads](
+            cuda_bec.gather_kernel()[((W_new + threads - 1) // threads, d, N), threads](
                 self._pos, c.to_device(index), new_pos)
         self._pos = new_pos
         self._states = c.to_device(np.ascontiguousarray(states.T, dtype=np.uint64))
         self._allocate_caches(W_new)
         self._energies = {}
         w = self.walkers
-        self.walkers = type(w)(np.empty((W_new, N, 3)), np.zeros((W_new, 0)), np.ones(W_new),
+        self.walkers = type(w)(np.empty((W_new, N, d)), np.zeros((W_new, 0)), np.ones(W_new),
                                np.ascontiguousarray(states, dtype=np.uint64))
         self.blocks = (W_new + self.threads - 1) // self.threads
         self.last_accepted = np.zeros(W_new, dtype=np.int64)

@@ -132,42 +132,44 @@ def _hermite(k, x):
     return h0, h1, h2
 
 
+@nb.njit(cache=True, inline="always")
+def _factor(q, x, s, c):
+    """(h, h', h'') of the factor H_q(s x) and its first two x-derivatives (s = √c)."""
+    a0, a1, a2 = _hermite(q, s * x)
+    return a0, 2.0 * q * s * a1, 4.0 * q * (q - 1) * c * a2
+
+
 @nb.njit(cache=True)
 def _orbitals(r, p, n, val, grad, lap, with_lap):
-    """Values φ_j(r), gradients ∇φ_j (n, d) and (if ``with_lap``) Laplacians of the n orbitals at ``r`` (d,)."""
+    """Values φ_j(r), gradients ∇φ_j (n, d) and (if ``with_lap``) Laplacians of the n orbitals at ``r`` (d,).
+
+    No allocation (the GPU sampler compiles this function for the device too): the d ≤ 3 factors are
+    scalars, a missing z factor is 1."""
     d = r.shape[0]
     c = p[P_ALPHA] * p[P_OMEGA]
     s = math.sqrt(c)
-    r2 = 0.0
-    for k in range(d):
-        r2 += r[k] * r[k]
-    g = math.exp(-0.5 * c * r2)
-    h = np.empty(3)
-    h1 = np.empty(3)
-    h2 = np.empty(3)
+    x = r[0]
+    y = r[1]
+    z = r[2] if d == 3 else 0.0
+    g = math.exp(-0.5 * c * (x * x + y * y + z * z))
     for j in range(n):
-        for k in range(d):
-            q = int(p[HEADER + 3 * j + k])
-            a0, a1, a2 = _hermite(q, s * r[k])
-            h[k] = a0
-            h1[k] = 2.0 * q * s * a1
-            h2[k] = 4.0 * q * (q - 1) * c * a2
-        prod = 1.0
-        for k in range(d):
-            prod *= h[k]
+        hx, dx, ddx = _factor(int(p[HEADER + 3 * j]), x, s, c)
+        hy, dy, ddy = _factor(int(p[HEADER + 3 * j + 1]), y, s, c)
+        hz, dz, ddz = 1.0, 0.0, 0.0
+        if d == 3:
+            hz, dz, ddz = _factor(int(p[HEADER + 3 * j + 2]), z, s, c)
+        prod = hx * hy * hz
         val[j] = prod * g
-        total_lap = 0.0
-        for k in range(d):
-            others = 1.0
-            for e in range(d):
-                if e != k:
-                    others *= h[e]
-            x = r[k]
-            grad[j, k] = (h1[k] * others - c * x * prod) * g
-            if with_lap:
-                total_lap += h2[k] * others - 2.0 * c * x * h1[k] * others + (c * c * x * x - c) * prod
+        grad[j, 0] = (dx * hy * hz - c * x * prod) * g
+        grad[j, 1] = (hx * dy * hz - c * y * prod) * g
+        if d == 3:
+            grad[j, 2] = (hx * hy * dz - c * z * prod) * g
         if with_lap:
-            lap[j] = total_lap * g
+            total = (ddx * hy * hz - 2.0 * c * x * dx * hy * hz + (c * c * x * x - c) * prod
+                     + hx * ddy * hz - 2.0 * c * y * hx * dy * hz + (c * c * y * y - c) * prod)
+            if d == 3:
+                total += hx * hy * ddz - 2.0 * c * z * hx * hy * dz + (c * c * z * z - c) * prod
+            lap[j] = total * g
 
 
 @nb.njit(cache=True, inline="always")
@@ -211,6 +213,9 @@ def _views(cache, N, d):
     if cache.shape[0] < o:  # views from strides are not bounds-checked
         raise ValueError("quantum-dot cache row too short (see cache_size_for)")
     return T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP
+
+
+cache_views = _views  # the cache row as named views, for code outside this module (the GPU sampler's host side)
 
 
 def cache_size_for(n_electrons: int, dim: int) -> int:
@@ -434,7 +439,8 @@ class QuantumDot(System):
     length_unit = "a₀*"
     time_unit = "ħ/E_h*"
     kernels = KERNELS
-    capabilities = Capabilities(fixed_node=True)
+    # GPU sampler: one thread per walker, the kernels above compiled as CUDA device functions (the atoms' design)
+    capabilities = Capabilities(fixed_node=True, gpu="qmckit.backends.cuda_qdot:CudaQdotSweeper")
     # no interaction, α = 1: the oscillator's Slater determinants are exact
     exact_cases = tuple((dict(n=n, dim=d, omega=w, alpha=1.0, interaction=False), noninteracting_energy(n, d, w))
                         for n, d, w in ((2, 2, 1.0), (6, 2, 1.0), (12, 2, 0.5), (2, 3, 1.0), (8, 3, 0.28)))
