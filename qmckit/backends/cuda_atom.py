@@ -61,7 +61,7 @@ before/after, the inversion work matrix) is thread-private and short-lived, so i
 
 The cache is rebuilt from the positions at the start of every launch (every :meth:`sweep`) and
 by every local energy, so incremental Sherman–Morrison round-off never outlives a call, DMC
-branching needs to gather only positions, and ``CudaVMC.recompute`` can stay a no-op. Within a
+branching needs to gather only positions, and ``CudaSampler.recompute`` can stay a no-op. Within a
 launch it is updated incrementally exactly as on the CPU; :meth:`CudaAtomSweeper.caches_to_host`
 returns it in the CPU's cache layout (tests compare it with the CPU's incremental cache).
 
