@@ -141,9 +141,10 @@ class RunConfig:
     def make_density(self, system) -> DensityHistogram | None:
         if self.density is None:
             return None
-        if system.dim < 3 and self.density in ("z", "r"):
-            raise ValueError(f"density must be one of x, y, rho for a {system.dim}-dimensional system (rho is the "
-                             f"radial density there), got {self.density!r}")
+        allowed = {1: ("x",), 2: ("x", "y", "rho")}.get(system.dim)
+        if allowed is not None and self.density not in allowed:
+            raise ValueError(f"density must be one of {', '.join(allowed)} for a {system.dim}-dimensional system"
+                             f"{' (rho is the radial density there)' if system.dim == 2 else ''}, got {self.density!r}")
         upper = self.density_range or system.density_range()
         return DensityHistogram(self.density, self.density_bins, upper)
 

@@ -172,15 +172,14 @@ def kernels_for(system_class):
     ``local_energies``."""
     return specialise(sys.modules[__name__], _SWEEP_TEMPLATES,
                       ("_rng", "drift_scale", "BRUTE", "DRIFT", "VARIANT_ALL_PARTICLE_GF",
-                       "VARIANT_REUSE_UNIFORM", "VARIANT_REDRAW", "MAX_REDRAWS"), sys.modules[system_class.__module__],
-                      "KERNELS", dict.fromkeys(_SWEEP_TEMPLATES, _PARALLEL), "vmc")
+                       "VARIANT_REUSE_UNIFORM", "VARIANT_REDRAW", "MAX_REDRAWS"), system_class,
+                      dict.fromkeys(_SWEEP_TEMPLATES, _PARALLEL), "vmc")
 
 
 @functools.lru_cache(maxsize=None)
 def evaluation_kernels_for(system_class):
     """The compiled (and disk-cached) ``evaluate_configurations`` kernel for one system class."""
-    return specialise(sys.modules[__name__], ("evaluate_configurations",), ("FORBIDDEN",),
-                      sys.modules[system_class.__module__], "KERNELS",
+    return specialise(sys.modules[__name__], ("evaluate_configurations",), ("FORBIDDEN",), system_class,
                       {"evaluate_configurations": _PARALLEL}, "eval")
 
 

@@ -50,19 +50,20 @@ def _write_if_changed(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def specialise(driver_module, template_names, driver_globals, kernel_module, kernels_attr: str, decorators: dict,
-               tag: str):
+def specialise(driver_module, template_names, driver_globals, system_class, decorators: dict, tag: str):
     """Import (generating if needed) ``driver × system`` and return its module.
 
     driver_module   the module that holds the plain-Python template functions
     template_names  names of those functions; each becomes a jitted function in the new module
     driver_globals  other names of the driver module that the templates use (helpers, constants)
-    kernel_module   the system module; ``kernel_module.<kernels_attr>`` is a SystemKernels tuple
-                    whose fields the templates call by name
+    system_class    the system (a :class:`qmckit.System` subclass, importable from its module); its
+                    ``kernels`` (a :class:`~qmckit.systems.protocol.Kernels`) have the fields the templates
+                    call by name
     decorators      template name → decorator source, e.g. ``"@nb.njit(parallel=True, cache=True)"``
     tag             a short identifier used in the file name
     """
-    kernels = getattr(kernel_module, kernels_attr)
+    kernel_module = sys.modules[system_class.__module__]
+    kernels = system_class.kernels
     from .. import rng  # drivers draw random numbers through it
 
     digest = hashlib.sha256()
@@ -76,7 +77,8 @@ def specialise(driver_module, template_names, driver_globals, kernel_module, ker
         "import numba as nb",
         "import numpy as np",
         f"from {driver_module.__name__} import {', '.join(driver_globals)}",
-        f"from {kernel_module.__name__} import {kernels_attr} as _kernels",
+        f"from {kernel_module.__name__} import {system_class.__name__} as _system",
+        "_kernels = _system.kernels",
     ]
     lines += [f"{field} = _kernels.{field}" for field in kernels._fields]
     for name in template_names:
@@ -84,7 +86,7 @@ def specialise(driver_module, template_names, driver_globals, kernel_module, ker
         lines += ["", "", decorators[name], source.rstrip()]
     text = "\n".join(lines) + "\n"
 
-    path = _kernel_dir() / f"{tag}_{kernel_module.__name__.replace('.', '_')}.py"
+    path = _kernel_dir() / f"{tag}_{kernel_module.__name__.replace('.', '_')}_{system_class.__name__}.py"
     _write_if_changed(path, text)
     module_name = f"qmckit_generated_{path.stem}"
     if module_name in sys.modules:
