@@ -11,7 +11,7 @@ import pytest
 
 from qmckit import RunConfig, cli
 from qmckit.runs import make_run
-from qmckit.systems import SYSTEMS, Unsupported, parameter, parameters, register, require
+from qmckit.systems import SYSTEMS, Unsupported, parameters, register, require
 from qmckit.systems.protocol import validate
 
 
