@@ -889,7 +889,7 @@ def format_table(result: dict) -> str:
     cell = model.electrons_per_cell
     lines = [
         f"| scheme | δ (bohr) | acceptance | E/N (Ha) | bias/N (Ha) | bias/σ | bias (Ha per cell, ×{cell}) "
-        f"| bias (Ha per TiO2 cell, ×24) | S(G) worst shell: ΔS/σ (ΔS, |G|) | S(G) rms ΔS/σ |",
+        f"| bias (Ha per TiO2 cell, ×24) | S(G) worst shell: ΔS/σ (ΔS, \\|G\\|) | S(G) rms ΔS/σ |",  # escaped: a bare | ends a cell
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:

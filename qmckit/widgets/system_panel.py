@@ -206,7 +206,7 @@ class SystemPanel:
         run = self.last_run
         series = run.energy_series() if run is not None else []
         unit = run.system.energy_unit if run is not None else ""
-        return run_figure(series, unit=unit)
+        return run_figure(series, unit=unit, label=self._energy_label(run) if run is not None else "E")
 
     # --- internals ----------------------------------------------------------------------------
     def _fail(self, exc: Exception) -> None:
@@ -311,5 +311,5 @@ class SystemPanel:
         return f"{run.config.walkers} walkers"
 
     def _redraw(self, run) -> None:
-        fig = run_figure(run.energy_series(), unit=run.system.energy_unit)
+        fig = run_figure(run.energy_series(), unit=run.system.energy_unit, label=self._energy_label(run))
         self.plot.outputs = (png_output(figure_png(fig), text="<energy trace and reblocking plot>"),)
