@@ -371,3 +371,18 @@ def test_system_panel_runs_a_quantum_dot_and_shows_bad_input_in_one_line():
     panel.n.value = 5
     assert panel.run_sync() is None
     assert panel.status.value.startswith("error: n must be a closed shell in 2D")
+
+
+def test_rejected_input_and_a_new_run_clear_the_last_runs_figure():
+    panel = SystemPanel("qdot", n=2, walkers=4, steps=10, seed=1)
+    panel.run_sync()
+    assert len(panel.plot.outputs) == 1  # the finished run's figure
+    panel.omega.value = -1.0
+    assert panel.run_sync() is None and panel.plot.outputs == ()
+    assert panel.status.value == "error: omega must be a finite number > 0, got -1.0"
+    panel.omega.value = 1.0
+    panel.on_block(lambda done, total: seen.append(len(panel.plot.outputs)))
+    seen = []
+    panel.redraw_interval = 1e9  # no redraw before the end: the plot stays empty while the new run goes
+    panel.run_sync()
+    assert seen and seen[0] == 0 and len(panel.plot.outputs) == 1

@@ -43,6 +43,7 @@ from .plots import figure_png, png_output, run_figure
 FAST_SIZES = {"walkers": 40, "steps": 200}
 FULL_SIZES = {"walkers": 200, "steps": 2000}
 METHOD_LABELS = {"vmc": "VMC", "dmc": "DMC"}
+_COMPILED: set = set()  # system classes whose kernels this process has run (the compile note shows once)
 
 
 class SystemPanel:
@@ -216,6 +217,7 @@ class SystemPanel:
             message = f"{type(exc).__name__}: {message}"
         self.status.value = f"error: {message}"
         self.progress.bar_style = "danger"
+        self.plot.outputs = ()  # the last run's figure does not belong to the rejected input
 
     def _make_run(self, config):
         return make_run(config)
@@ -229,6 +231,8 @@ class SystemPanel:
                 run = previous  # a stopped run with unchanged settings: continue it
             else:
                 run = self._make_run(config)
+                self.plot.outputs = ()  # a new run starts with an empty plot, not the last run's figure
+                self.status.value = "starting…"
         except ValueError as exc:
             self._fail(exc)
             return None
@@ -247,8 +251,11 @@ class SystemPanel:
         self._last_draw = 0.0
         try:
             if not run.equilibrated:
-                self.status.value = (f"equilibrating {run.config.equilibration} sweeps "
-                                     "(the first run also compiles the kernels)…")
+                first = type(run.system) not in _COMPILED
+                self.status.value = (f"equilibrating {run.config.equilibration} sweeps"
+                                     + (" (the first run of this system also compiles its kernels)" if first else "")
+                                     + "…")
+                _COMPILED.add(type(run.system))
             for done, total in run.blocks(stop=self._stop):
                 self.progress.value = done
                 for hook in list(self._hooks):
