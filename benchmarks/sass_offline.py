@@ -11,9 +11,12 @@ names: run_chains, run_chains_grid, run_chains_grid_rank2, …) and prints ptxas
 each ``--caps`` register cap (the kernel's block of 224 threads at L = 15 gets 232), and a digest of the SASS
 (equal digests: the same machine code).
 
-Set-up (wheels from PyPI, no driver needed; 13.x is the CUDA major that numba-cuda 0.30 finds):
+Set-up (wheels from PyPI, no driver needed; 13.x is the CUDA major that numba-cuda 0.30 finds; numba's own
+deprecated ``numba.cuda`` fails to compile these kernels ("Signature mismatch"), so numba-cuda 0.30.4 must be
+installed too, e.g. in a venv made with ``--system-site-packages``):
 
     pip install --target /tmp/nvtools nvidia-cuda-nvcc nvidia-cuda-nvrtc nvidia-nvvm nvidia-cuda-nvdisasm
+    python -m venv --system-site-packages /tmp/sassenv && /tmp/sassenv/bin/pip install numba-cuda==0.30.4
     CUDA_HOME=/tmp/nvtools/nvidia/cu13 PATH=/tmp/nvtools/nvidia/cu13/bin:$PATH \\
         python benchmarks/sass_offline.py [--forms f32:fold/rsqrt/2,f64:fold_select/rsqrt/4] [--keep DIR]
         python benchmarks/sass_offline.py --lattice run_chains_grid,run_chains_grid_rank2 --caps 232,128
@@ -72,6 +75,14 @@ def sass_text(single: bool, min_image: str, inverse: str, unroll: int, keep: Pat
                               text=True).stdout
 
 
+def _unnamed(sass: str) -> str:
+    """SASS text without mangled symbol names and comments: the same machine code compiled from a function
+    that moved to another module or closure (its qualified name changed) gives the same text."""
+    import re
+
+    return re.sub(r"//.*", "", re.sub(r"_Z[0-9A-Za-z_$]+", "SYM", sass))
+
+
 def lattice_report(names, caps, keep: Path | None = None) -> list[dict]:
     """ptxas's registers and spill bytes for study 000's chain kernels at each register cap, and a digest of
     their SASS (sm_90), compiled on this machine without a GPU."""
@@ -114,7 +125,8 @@ def lattice_report(names, caps, keep: Path | None = None) -> list[dict]:
                              "spill_stores": number(r"(\d+) bytes spill stores"),
                              "spill_loads": number(r"(\d+) bytes spill loads"),
                              "sass_lines": len(sass.splitlines()),
-                             "sass_digest": hashlib.sha256(sass.encode()).hexdigest()[:12]})
+                             "sass_digest": hashlib.sha256(sass.encode()).hexdigest()[:12],
+                             "sass_digest_unnamed": hashlib.sha256(_unnamed(sass).encode()).hexdigest()[:12]})
     return rows
 
 
@@ -128,11 +140,12 @@ def main(argv=None):
     ap.add_argument("--caps", default="232,128", help="with --lattice: register caps, comma-separated")
     args = ap.parse_args(argv)
     if args.lattice:
-        print("| kernel | register cap | registers | spill stores (B) | spill loads (B) | SASS lines | SASS digest |")
-        print("|---|---:|---:|---:|---:|---:|---|")
+        print("| kernel | register cap | registers | spill stores (B) | spill loads (B) | SASS lines | SASS digest | "
+              "digest without symbol names |")
+        print("|---|---:|---:|---:|---:|---:|---|---|")
         for r in lattice_report(args.lattice.split(","), [int(c) for c in args.caps.split(",")], args.keep):
             print(f"| {r['kernel']} | {r['cap']} | {r['registers']} | {r['spill_stores']} | {r['spill_loads']} | "
-                  f"{r['sass_lines']} | {r['sass_digest']} |")
+                  f"{r['sass_lines']} | {r['sass_digest']} | {r['sass_digest_unnamed']} |")
         return
     hg = _helium_gpu()
     print("| form | instructions per trip | pair evaluations per trip | per evaluation | on the FP64 pipe |")
