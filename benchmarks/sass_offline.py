@@ -76,11 +76,12 @@ def sass_text(single: bool, min_image: str, inverse: str, unroll: int, keep: Pat
 
 
 def _unnamed(sass: str) -> str:
-    """SASS text without mangled symbol names and comments: the same machine code compiled from a function
-    that moved to another module or closure (its qualified name changed) gives the same text."""
+    """SASS text without mangled symbol names, comments and column padding: the same machine code compiled from a
+    function that moved to another module or closure (its qualified name, and so the padding, changed) gives
+    the same text."""
     import re
 
-    return re.sub(r"//.*", "", re.sub(r"_Z[0-9A-Za-z_$]+", "SYM", sass))
+    return re.sub(r"[ \t]+", " ", re.sub(r"//.*", "", re.sub(r"_Z[0-9A-Za-z_$]+", "SYM", sass)))
 
 
 def lattice_report(names, caps, keep: Path | None = None) -> list[dict]:

@@ -105,7 +105,7 @@ class SystemPanel:
         self.run_button.on_click(lambda _button: self.run())
         self.stop_button.on_click(lambda _button: self.stop())
         self.progress = widgets.IntProgress(value=0, min=0, max=1, description="blocks", style=DESCRIPTION_STYLE,
-                                            layout=widgets.Layout(width="330px"))
+                                            layout=widgets.Layout(width="330px"), tooltip="blocks done")
         self.status = widgets.Label(value="ready: set the parameters and press Run",
                                     layout=widgets.Layout(width="100%"))
         self.plot = widgets.Output(layout=widgets.Layout(min_height="300px"))
