@@ -20,6 +20,7 @@ installed too, e.g. in a venv made with ``--system-site-packages``):
     CUDA_HOME=/tmp/nvtools/nvidia/cu13 PATH=/tmp/nvtools/nvidia/cu13/bin:$PATH \\
         python benchmarks/sass_offline.py [--forms f32:fold/rsqrt/2,f64:fold_select/rsqrt/4] [--keep DIR]
         python benchmarks/sass_offline.py --lattice run_chains_grid,run_chains_grid_rank2 --caps 232,128
+        python benchmarks/sass_offline.py --atoms     # the atoms' and quantum dots' thread-per-walker kernels
 """
 from __future__ import annotations
 
@@ -87,9 +88,6 @@ def _unnamed(sass: str) -> str:
 def lattice_report(names, caps, keep: Path | None = None) -> list[dict]:
     """ptxas's registers and spill bytes for study 000's chain kernels at each register cap, and a digest of
     their SASS (sm_90), compiled on this machine without a GPU."""
-    import hashlib
-    import re
-
     warnings.filterwarnings("ignore", message="Cannot determine the NVRTC version")
     from numba import cuda, types as nt
     import numba.cuda.dispatcher as dispatcher
@@ -105,8 +103,6 @@ def lattice_report(names, caps, keep: Path | None = None) -> list[dict]:
                  i64[:, ::1], i64[:, ::1], i64[:, ::1], i64[:, ::1], f64[:, :, ::1], u64[:, ::1], i64, i64, boolean,
                  i64, f64[:, :, ::1], i64[:, ::1], f64[::1], f64[:, :, ::1], f64[:, ::1], f64[:, ::1], i64, i64, i64,
                  f64[:, ::1], f64[:, ::1], i64, i64, u64[:, :, ::1])
-    ptxas = Path(os.environ.get("CUDA_HOME", "")) / "bin" / "ptxas"
-    ptxas = str(ptxas) if ptxas.exists() else "ptxas"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = keep or Path(tmp)
@@ -116,19 +112,68 @@ def lattice_report(names, caps, keep: Path | None = None) -> list[dict]:
             stem = folder / name
             stem.with_suffix(".ptx").write_text(ptx)
             for cap in caps:
-                cubin = folder / f"{name}_{cap}.cubin"
-                log = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", f"-maxrregcount={cap}",
-                                      str(stem.with_suffix(".ptx")), "-o", str(cubin)],
-                                     check=True, capture_output=True, text=True).stderr
-                sass = subprocess.run(["nvdisasm", "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
-                number = lambda pattern: int(re.search(pattern, log).group(1))  # noqa: E731
-                rows.append({"kernel": name, "cap": cap, "registers": number(r"Used (\d+) registers"),
-                             "spill_stores": number(r"(\d+) bytes spill stores"),
-                             "spill_loads": number(r"(\d+) bytes spill loads"),
-                             "sass_lines": len(sass.splitlines()),
-                             "sass_digest": hashlib.sha256(sass.encode()).hexdigest()[:12],
-                             "sass_digest_unnamed": hashlib.sha256(_unnamed(sass).encode()).hexdigest()[:12]})
+                rows.append({"kernel": name, "cap": cap,
+                             **_assemble(stem.with_suffix(".ptx"), folder / f"{name}_{cap}.cubin", cap)})
     return rows
+
+
+def _assemble(ptx: Path, cubin: Path, cap: int | None = None) -> dict:
+    """ptxas (sm_90, -O3, with a register cap if given) and nvdisasm on one PTX file: registers, spill bytes,
+    SASS lines and digests of the SASS (as it is, without symbol names, and also without global offsets)."""
+    import hashlib
+    import re
+
+    ptxas = Path(os.environ.get("CUDA_HOME", "")) / "bin" / "ptxas"
+    command = [str(ptxas) if ptxas.exists() else "ptxas", "-arch=sm_90", "-O3", "-v"]
+    command += [f"-maxrregcount={cap}"] if cap is not None else []
+    log = subprocess.run(command + [str(ptx), "-o", str(cubin)], check=True, capture_output=True, text=True).stderr
+    sass = subprocess.run(["nvdisasm", "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
+    number = lambda pattern: int(re.search(pattern, log).group(1))  # noqa: E731
+    digest = lambda text: hashlib.sha256(text.encode()).hexdigest()[:12]  # noqa: E731
+    return {"registers": number(r"Used (\d+) registers"), "spill_stores": number(r"(\d+) bytes spill stores"),
+            "spill_loads": number(r"(\d+) bytes spill loads"), "sass_lines": len(sass.splitlines()),
+            "sass_digest": digest(sass), "sass_digest_unnamed": digest(_unnamed(sass)),
+            "sass_digest_unplaced": digest(_unplaced(sass))}
+
+
+def thread_per_walker_report(keep: Path | None = None) -> list[dict]:
+    """ptxas's registers and spills and the SASS digests of the thread-per-walker kernels (``sweep`` and
+    ``energy``) of the atoms (both e–n cusp variants, :mod:`qmckit.backends.cuda_atom`) and the quantum dots
+    (:mod:`qmckit.backends.cuda_qdot`), compiled for sm_90 on this machine without a GPU."""
+    warnings.filterwarnings("ignore", message="Cannot determine the NVRTC version")
+    from numba import cuda, types as nt
+    import numba.cuda.dispatcher as dispatcher
+
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+    from qmckit.backends import cuda_atom, cuda_qdot
+
+    f64, i64, u64 = nt.float64, nt.int64, nt.uint64
+    a3, a4 = f64[:, :, ::1], f64[:, :, :, ::1]
+    # CudaAtomSweeper.sweep's and recompute's launches: positions, T, DPHI, JG (walker-fastest), ...
+    sweep = (a3, a3, a4, a3, u64[:, ::1], f64[::1], i64, i64, f64, f64, i64, i64, f64[:, ::1], i64[::1])
+    energy = (a3, a3, a4, a3, f64[::1], i64, f64[::1])
+    variants = {"atom": cuda_atom.kernels(en_cusp=False), "atom_en_cusp": cuda_atom.kernels(en_cusp=True),
+                "qdot": cuda_qdot.kernels()}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        for variant, kernels in variants.items():
+            for name, signature in (("sweep", sweep), ("energy", energy)):
+                ptx, _ = cuda.compile_ptx(kernels[name].py_func, signature, cc=(9, 0))
+                stem = folder / f"{variant}_{name}"
+                stem.with_suffix(".ptx").write_text(ptx)
+                rows.append({"kernel": f"{variant} {name}",
+                             **_assemble(stem.with_suffix(".ptx"), stem.with_suffix(".cubin"))})
+    return rows
+
+
+def _unplaced(sass: str) -> str:
+    """:func:`_unnamed` SASS with the offsets of numba's global environment symbols in constant bank 4 masked too:
+    a kernel whose device functions moved to another module gets them at other offsets, and nothing else changes."""
+    import re
+
+    return re.sub(r"c\[0x4\]\[0x[0-9a-f]+\]", "c[0x4][ADDR]", _unnamed(sass))
 
 
 def main(argv=None):
@@ -139,7 +184,16 @@ def main(argv=None):
     ap.add_argument("--kernel", default="generate_shared", help="generate_shared, _split, _global, _hybrid or _packed")
     ap.add_argument("--lattice", default=None, help="study 000's chain kernels instead, comma-separated names")
     ap.add_argument("--caps", default="232,128", help="with --lattice: register caps, comma-separated")
+    ap.add_argument("--atoms", action="store_true", help="the atoms' and quantum dots' thread-per-walker kernels")
     args = ap.parse_args(argv)
+    if args.atoms:
+        print("| kernel | registers | spill stores (B) | spill loads (B) | SASS lines | digest without symbol names | "
+              "… and global offsets |")
+        print("|---|---:|---:|---:|---:|---|---|")
+        for r in thread_per_walker_report(args.keep):
+            print(f"| {r['kernel']} | {r['registers']} | {r['spill_stores']} | {r['spill_loads']} | {r['sass_lines']} | "
+                  f"{r['sass_digest_unnamed']} | {r['sass_digest_unplaced']} |")
+        return
     if args.lattice:
         print("| kernel | register cap | registers | spill stores (B) | spill loads (B) | SASS lines | SASS digest | "
               "digest without symbol names |")

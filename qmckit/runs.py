@@ -259,7 +259,7 @@ class _Run(Run):
         self.vmc.sync()  # a GPU run's walkers live on the device
 
     def _checkpoint_attrs(self) -> dict:
-        return {"step": self.vmc.step, "state": self._state()}
+        return {"step": self.vmc.step, "state": self._state(), "cache_layout": self.system.cache_layout}
 
     def _save_state(self, f) -> None:
         self.walkers.save(f.create_group("walkers"))
@@ -474,6 +474,10 @@ def resume_run(path) -> Run:
         config = RunConfig(**attrs["config"])
         run = make_run(config, checkpoint_path=path)
         run.vmc.walkers = Walkers.load(f["walkers"])  # the population may differ from the start
+        if attrs.get("cache_layout", 1) != run.system.cache_layout:
+            # written by a version whose cache rows meant something else: start them from nothing (every
+            # block rebuilds its caches from the positions anyway; a zeroed row keeps no orbital rows either)
+            run.vmc.walkers.caches[...] = 0.0
         run.vmc.step = attrs["step"]
         run._restore_state(attrs["state"])
         run._load_arrays(f)

@@ -194,6 +194,48 @@ def test_incremental_cache_equals_recompute_after_many_moves(xyz):
             assert np.allclose(T[s * n:(s + 1) * n], np.linalg.inv(D).T, rtol=1e-8, atol=1e-8)
 
 
+def _as_layout_1(row, N, n):
+    """A molecule cache row (layout 2: the Slater–Jastrow core's T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP, then
+    OL, EG, …) rewritten in layout 1, the order before the core was shared: T, DPHI, OL, JG, U, DU, CO, CN, EG,
+    META, MAT, LAP, … (the tail from BV on is where it was)."""
+    sizes = dict(T=N * n, DPHI=3 * N * n, JG=3 * N, U=n, DU=3 * n, CO=N, CN=N, META=1, MAT=n * n, LAP=n, OL=N * n, EG=3)
+    parts, o = {}, 0
+    for name, size in sizes.items():
+        parts[name] = row[o:o + size]
+        o += size
+    order = ("T", "DPHI", "OL", "JG", "U", "DU", "CO", "CN", "EG", "META", "MAT", "LAP")
+    return np.concatenate([parts[name] for name in order] + [row[o:]])
+
+
+@pytest.mark.parametrize("declared", ["missing", "current"])
+def test_a_checkpoint_of_the_old_cache_layout_resumes_with_the_uninterrupted_numbers(declared, tmp_path):
+    import h5py
+
+    from qmckit.runs import resume_run
+
+    config = RunConfig(system="molecule", params=dict(xyz="h2o", basis="sto-3g"), walkers=4, steps=12, block=4,
+                       equilibration=6, dt=0.02, seed=4)
+    whole = make_run(config).run()
+    paused = make_run(config, checkpoint_path=tmp_path / "run.h5")
+    stop = __import__("threading").Event()
+    for _ in paused.blocks(stop):
+        stop.set()
+    system = paused.system
+    N, n = system.n_particles, system.n_up
+    # what a checkpoint written before cache_layout 2 holds: the rows in the old order under a valid FLAG (a
+    # layout-2 reader would take their orbital Laplacians OL from what was JG, U, …) and no cache_layout attribute
+    with h5py.File(tmp_path / "run.h5", "r+") as f:
+        caches = np.array(f["walkers/caches"])
+        f["walkers/caches"][...] = np.array([_as_layout_1(row, N, n) for row in caches])
+        if declared == "missing":
+            del f.attrs["cache_layout"]
+    resumed = resume_run(tmp_path / "run.h5").run()
+    if declared == "missing":  # an old checkpoint: the rows are rebuilt from the positions
+        assert resumed["estimates"] == whole["estimates"]
+    else:  # the control: rows declared current are trusted, and the old order gives other energies
+        assert resumed["estimates"]["energy"]["mean"] != whole["estimates"]["energy"]["mean"]
+
+
 # --- the must-show: bare-determinant VMC equals the RHF energy ----------------------------------
 # (walkers, sweeps, dt, largest accepted error bar in E_h). E_L of a Gaussian determinant has heavy
 # tails (−Z/r beside a nucleus, 1/d beside a node): the error bar of a short run is itself uncertain,

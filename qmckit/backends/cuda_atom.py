@@ -20,8 +20,9 @@ the CPU) goes to ``energies[sweep, walker]``.
 
 The physics is not rewritten: ``recompute``, ``gradient``, ``test_move``, ``accept_move``,
 ``local_energy``, ``_orbitals`` and ``_en_pade`` (the optional e–n cusp factor) of
-:mod:`qmckit.systems.atom`, ``invert``, ``det_ratio`` and ``sherman_morrison_row`` of
-:mod:`qmckit.systems.slater` and the ``cpu_kernels.drift_scale`` are compiled a second time from
+:mod:`qmckit.systems.atom`, the Slater–Jastrow core they call (:mod:`qmckit.systems.slater_jastrow`),
+``invert``, ``det_ratio`` and ``sherman_morrison_row`` of :mod:`qmckit.systems.slater` and the
+``cpu_kernels.drift_scale`` are compiled a second time from
 their own Python source as CUDA device functions (the technique of :mod:`qmckit.backends.cuda_rng`). The only name rebound is ``_views``: on the CPU it cuts one
 walker's cache row into (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP); on the GPU the "cache" passed
 in *is* that tuple already — strided views of the walker's slice of the global arrays below, and
@@ -95,18 +96,28 @@ def _cuda():
 _twin = cuda_import.device_twin
 
 
+SLATER_TWINS = ("invert", "det_ratio", "sherman_morrison_row")
+SLATER_JASTROW_TWINS = ("pair_a", "pade_gradients", "slater_gradient", "determinant_move", "pade_move", "pade_accept",
+                        "kinetic")  # callees first: each twin's namespace holds the ones before it
+
+
 @functools.lru_cache(maxsize=None)
 def shared_twins() -> dict:
-    """Device twins that do not depend on the e–n switch: the Slater helpers and the drift cap."""
+    """Device twins that do not depend on the e–n switch: the Slater helpers (:mod:`qmckit.systems.slater`),
+    the Slater–Jastrow core (:mod:`qmckit.systems.slater_jastrow`) and the drift cap."""
     from . import cpu_kernels, cuda_rng
-    from ..systems import slater
+    from ..systems import slater, slater_jastrow
 
     kw = cuda_rng._DEVICE_KW
     slater_ns = dict(vars(slater))
-    slater_twins = {name: _twin(getattr(slater, name), slater_ns, kw)
-                    for name in ("invert", "det_ratio", "sherman_morrison_row")}
+    slater_twins = {name: _twin(getattr(slater, name), slater_ns, kw) for name in SLATER_TWINS}
     slater_ns.update(slater_twins)
-    return {**slater_twins, "drift_scale": _twin(cpu_kernels.drift_scale, dict(vars(cpu_kernels)), kw)}
+    core_ns = dict(vars(slater_jastrow))
+    core_ns.update(slater_twins)
+    core_twins = {}
+    for name in SLATER_JASTROW_TWINS:
+        core_twins[name] = core_ns[name] = _twin(getattr(slater_jastrow, name), core_ns, kw)
+    return {**slater_twins, **core_twins, "drift_scale": _twin(cpu_kernels.drift_scale, dict(vars(cpu_kernels)), kw)}
 
 
 def device_functions(en_cusp: bool = True) -> dict:
@@ -129,20 +140,20 @@ def _device_functions(en_cusp: bool) -> dict:
 
     kw = cuda_rng._DEVICE_KW
     shared = shared_twins()
-    slater_twins = {name: shared[name] for name in ("invert", "det_ratio", "sherman_morrison_row")}
+    helpers = {name: shared[name] for name in SLATER_TWINS + SLATER_JASTROW_TWINS}
 
     def _views(cache, N):
         return cache
 
     atom_ns = dict(vars(atom))
-    atom_ns.update(slater_twins)
+    atom_ns.update(helpers)
     atom_ns["EN_CUSP_CODE"] = en_cusp  # frozen as a constant when the twins are compiled
     atom_ns["_views"] = c.jit(**kw)(_views)
     atom_twins = {name: _twin(getattr(atom, name), atom_ns, kw)
-                  for name in ("_orbitals", "_pair_a", "_en_pade", "recompute", "gradient", "test_move", "accept_move",
+                  for name in ("_orbitals", "_en_pade", "recompute", "gradient", "test_move", "accept_move",
                                "local_energy")}
     atom_ns.update(atom_twins)
-    return {**slater_twins, **atom_twins, "_views": atom_ns["_views"], "drift_scale": shared["drift_scale"]}
+    return {**helpers, **atom_twins, "_views": atom_ns["_views"], "drift_scale": shared["drift_scale"]}
 
 
 def kernels(en_cusp: bool = True) -> dict:

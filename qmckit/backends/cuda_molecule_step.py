@@ -76,8 +76,9 @@ from .. import rng as _rng
 from ..rng import normal_pair, uniform
 from ..systems import gaussian_basis as _gb
 from ..systems import molecule as _mol
+from ..systems import slater_jastrow as _sj
 from ..systems.gaussian_basis import eval_point
-from ..systems.molecule import pair_a
+from ..systems.slater_jastrow import pair_a
 from ..systems.slater import invert
 from . import cuda_import
 
@@ -229,7 +230,7 @@ def electron_pairs(R, i, n, atoms, jee, beta_ee, jen, beta_en, g):
     lap_i = ∇²_i U = Σ_{l≠i} 2 a_il/(r (1 + β_ee r)³) − Σ_A 2 Z_A/(r (1 + β_en r)³)
     v_i   = ½ Σ_{l≠i} 1/r_il − Σ_A Z_A/r_iA                            (Σ_i v_i = V_ee + V_en)
 
-    (the e–e terms with ``jee``, the e–n terms with ``jen``; a_il of :func:`qmckit.systems.molecule.pair_a`)."""
+    (the e–e terms with ``jee``, the e–n terms with ``jen``; a_il of :func:`qmckit.systems.slater_jastrow.pair_a`)."""
     N = R.shape[0]
     x = R[i, 0]
     y = R[i, 1]
@@ -749,8 +750,7 @@ def device_functions() -> dict:
     gb_ns = dict(vars(_gb))
     gb_ns["ipow"] = _twin(_gb.ipow, gb_ns, kw)
     ev = _twin(_gb.eval_point, gb_ns, kw)
-    mol_ns = dict(vars(_mol))
-    pair_a = _twin(_mol.pair_a, mol_ns, kw)
+    pair_a = _twin(_sj.pair_a, dict(vars(_sj)), kw)
     ns = dict(globals())
     ns.update({"uniform": cuda_rng.uniform, "normal_pair": cuda_rng.normal_pair, "eval_point": ev, "pair_a": pair_a})
     ns["electron_nuclei"] = _twin(electron_nuclei, ns, kw)

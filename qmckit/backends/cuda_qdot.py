@@ -49,7 +49,7 @@ def device_functions() -> dict:
     kw = cuda_rng._DEVICE_KW
     shared = cuda_atom.shared_twins()
     ns = dict(vars(qdot))
-    ns.update({name: shared[name] for name in ("invert", "det_ratio", "sherman_morrison_row")})
+    ns.update({name: shared[name] for name in cuda_atom.SLATER_TWINS})
 
     def _views(cache, N, d):
         return cache

@@ -51,16 +51,10 @@ latter to JG[i] and touches no other electron.
 Kernel parameter vector ``p``: [Z, α, β, jastrow (0/1), ee (0/1), reject_node_crossing (0/1),
 en_cusp (0/1), β_en].
 
-Cache layout of one walker (N electrons, n = N/2 orbitals per spin block), float64:
-
-    T     (N, n)     row i: the transposed inverse of electron i's spin block, T[s·n + k, j] =
-                     (D_s⁻¹)[j, k]; rows s·n..s·n+n−1 form block s (see :mod:`qmckit.systems.slater`)
-    DPHI  (N, n, 3)  ∇φ_j(r_i), so ∇_i ln|D| = Σ_j DPHI[i, j] T[i, j] needs no orbital evaluation
-    JG    (N, 3)     ∇_i U = Σ_{l≠i} f'(r_il) r̂_il, updated in O(N) per accepted move
-    U, DU (n), (n,3) orbital values and gradients at the proposed position   ┐ scratch from
-    CO, CN (N), (N)  f'(r_il)/r_il of the moved electron before / after     │ test_move for
-    META  (1)        the determinant ratio of the last tested move          ┘ accept_move
-    MAT, LAP         (n, n), (n) scratch for inversion and orbital Laplacians
+The Slater–Jastrow arithmetic that the atoms share with the molecules (determinant ratios and
+gradients, the e–e Padé terms, the kinetic energy, the cache row's views T, DPHI, JG, U, DU, CO, CN,
+META, MAT, LAP) is :mod:`qmckit.systems.slater_jastrow`; this module writes the hydrogenic orbitals, the
+e–n cusp factor and the potential. The cache row of one walker is the core's and nothing else.
 
 ``accept_move`` is a Sherman–Morrison update of one block (O(n²)) plus O(N) Jastrow gradient updates.
 ``local_energy`` first rebuilds the whole cache from the positions (:func:`recompute`), so it is
@@ -75,11 +69,10 @@ from dataclasses import asdict, dataclass
 import numba as nb
 import numpy as np
 
-from .protocol import Capabilities, Kernels, System, parameter, validate
-from .slater import mat_view, mat3_view, det_ratio, invert, sherman_morrison_row
-
-ENERGY_KEY = "energy"
-ENERGY_UNIT = "E_h"
+from .protocol import Capabilities, Kernels, parameter, validate
+from .slater import det_ratio, invert, sherman_morrison_row
+from .slater_jastrow import (SlaterJastrowSystem, core_size, determinant_move, drift_change, kinetic, pade_accept,
+                             pade_gradients, pade_log, pade_move, pair_a, slater_gradient, views)
 
 # element → (Z, default α, default β): Sandsdalen 2010 table 8.5, used by study 002's Table 7.1
 ELEMENTS = {"He": (2, 1.839, 0.348), "Be": (4, 3.925, 0.109), "Ne": (10, 9.546, 0.177)}
@@ -94,8 +87,6 @@ REFERENCE_ENERGIES = {
 }
 
 P_Z, P_ALPHA, P_BETA, P_JASTROW, P_EE, P_REJECT, P_EN, P_BETA_EN = range(8)
-A_ANTIPARALLEL = 0.5
-A_PARALLEL = 0.25
 BETA_EN_PER_ALPHA = 2.0  # default β_en = 2α: the e–n factor's range 1/β_en is half the 1s radius 1/α
 # Compile-time switch for the e–n cusp factor's code: every e–n branch of the kernels below reads
 # ``if EN_CUSP_CODE and p[P_EN] != 0.0``. numba freezes module globals as constants when it compiles,
@@ -219,42 +210,13 @@ def _en_pade(r, c, beta_en):
 
 
 @nb.njit(cache=True, inline="always")
-def _pair_a(i, l, n):
-    """Jastrow a of the pair (i, l): ¼ for parallel spins, ½ for antiparallel."""
-    return A_PARALLEL if (i < n) == (l < n) else A_ANTIPARALLEL
-
-
-@nb.njit(cache=True, inline="always")
 def _views(cache, N):
-    n = N // 2
-    o = 0
-    T = mat_view(cache, o, N, n)  # strided views: numba's reshape costs ~40 ns a call
-    o += N * n
-    DPHI = mat3_view(cache, o, N, n, 3)
-    o += 3 * N * n
-    JG = mat_view(cache, o, N, 3)
-    o += 3 * N
-    U = cache[o:o + n]
-    o += n
-    DU = mat_view(cache, o, n, 3)
-    o += 3 * n
-    CO = cache[o:o + N]
-    o += N
-    CN = cache[o:o + N]
-    o += N
-    META = cache[o:o + 1]
-    o += 1
-    MAT = mat_view(cache, o, n, n)
-    o += n * n
-    LAP = cache[o:o + n]
-    return T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP
+    return views(cache, N, N // 2, 3)
 
 
 def cache_size_for(n_electrons: int) -> int:
     """Length of one walker's cache row (see the module docstring)."""
-    N = n_electrons
-    n = N // 2
-    return N * n + 3 * N * n + 3 * N + n + 3 * n + 2 * N + 1 + n * n + n
+    return core_size(n_electrons, n_electrons // 2, 3)
 
 
 @nb.njit(cache=True)
@@ -276,10 +238,7 @@ def log_psi(R, p):
         log_abs, _ = invert(M, inv)
         total += log_abs
     if p[P_JASTROW] != 0.0:
-        for i in range(N):
-            for l in range(i + 1, N):
-                r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
-                total += _pair_a(i, l, n) * r / (1.0 + beta * r)
+        total = pade_log(R, n, beta, total)
     if EN_CUSP_CODE and p[P_EN] != 0.0:
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
         for i in range(N):
@@ -309,20 +268,7 @@ def recompute(R, p, cache):
             JG[i, c] = 0.0
     META[0] = 0.0
     if p[P_JASTROW] != 0.0:
-        for i in range(N):
-            for l in range(i + 1, N):
-                dx = R[i, 0] - R[l, 0]
-                dy = R[i, 1] - R[l, 1]
-                dz = R[i, 2] - R[l, 2]
-                r = math.sqrt(dx * dx + dy * dy + dz * dz)
-                b = 1.0 / (1.0 + beta * r)
-                c = _pair_a(i, l, n) * b * b / r  # f'(r)/r
-                JG[i, 0] += c * dx
-                JG[i, 1] += c * dy
-                JG[i, 2] += c * dz
-                JG[l, 0] -= c * dx
-                JG[l, 1] -= c * dy
-                JG[l, 2] -= c * dz
+        pade_gradients(R, n, beta, JG)
     if EN_CUSP_CODE and p[P_EN] != 0.0:  # the one-body e–n term is part of ∇_i U
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
         for i in range(N):
@@ -337,17 +283,7 @@ def gradient(R, p, cache, i, out):
     """∇_i ln|ψ(R)| from the cache: Σ_j ∇φ_j(r_i) T[i, j] + ∇_i U."""
     N = R.shape[0]
     T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
-    gx = JG[i, 0]
-    gy = JG[i, 1]
-    gz = JG[i, 2]
-    for j in range(T.shape[1]):
-        t = T[i, j]
-        gx += DPHI[i, j, 0] * t
-        gy += DPHI[i, j, 1] * t
-        gz += DPHI[i, j, 2] * t
-    out[0] = gx
-    out[1] = gy
-    out[2] = gz
+    slater_gradient(T, DPHI, JG, i, out)
 
 
 @nb.njit(cache=True)
@@ -367,43 +303,10 @@ def test_move(R, p, cache, i, r_new, grad_new):
     q = det_ratio(T[i], U)
     META[0] = q
     if not (q != 0.0 and math.isfinite(q)) or (p[P_REJECT] != 0.0 and q < 0.0):
-        return -np.inf
-    inv_q = 1.0 / q
-    gx = 0.0
-    gy = 0.0
-    gz = 0.0
-    for j in range(n):
-        t = T[i, j] * inv_q
-        gx += DU[j, 0] * t
-        gy += DU[j, 1] * t
-        gz += DU[j, 2] * t
-    log_ratio = math.log(abs(q))
+        return -np.inf  # q = 0, not finite, or (fixed-node DMC) a move to the other sign of ψ_T
+    log_ratio, gx, gy, gz = determinant_move(T, DU, i, q, n)
     if p[P_JASTROW] != 0.0:
-        xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
-        delta = 0.0
-        for l in range(N):
-            if l == i:
-                CO[l] = 0.0
-                CN[l] = 0.0
-                continue
-            a = _pair_a(i, l, n)
-            dxo = xo - R[l, 0]
-            dyo = yo - R[l, 1]
-            dzo = zo - R[l, 2]
-            dxn = x - R[l, 0]
-            dyn = y - R[l, 1]
-            dzn = z - R[l, 2]
-            ro = math.sqrt(dxo * dxo + dyo * dyo + dzo * dzo)
-            rn = math.sqrt(dxn * dxn + dyn * dyn + dzn * dzn)
-            bo = 1.0 / (1.0 + beta * ro)
-            bn = 1.0 / (1.0 + beta * rn)
-            delta += a * (rn * bn - ro * bo)
-            CO[l] = a * bo * bo / ro
-            cn = a * bn * bn / rn
-            CN[l] = cn
-            gx += cn * dxn
-            gy += cn * dyn
-            gz += cn * dzn
+        delta, gx, gy, gz = pade_move(R, i, x, y, z, n, beta, CO, CN, gx, gy, gz)
         log_ratio += delta
     if EN_CUSP_CODE and p[P_EN] != 0.0:  # only the moved electron's own e–n term changes
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
@@ -433,21 +336,7 @@ def accept_move(R, p, cache, i, r_new, grad_new):
             DPHI[i, j, c] = DU[j, c]
     x, y, z = r_new[0], r_new[1], r_new[2]
     if p[P_JASTROW] != 0.0:
-        xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
-        jx = 0.0
-        jy = 0.0
-        jz = 0.0
-        for l in range(N):
-            if l == i:
-                continue
-            co = CO[l]
-            cn = CN[l]
-            JG[l, 0] += cn * (R[l, 0] - x) - co * (R[l, 0] - xo)
-            JG[l, 1] += cn * (R[l, 1] - y) - co * (R[l, 1] - yo)
-            JG[l, 2] += cn * (R[l, 2] - z) - co * (R[l, 2] - zo)
-            jx += cn * (x - R[l, 0])
-            jy += cn * (y - R[l, 1])
-            jz += cn * (z - R[l, 2])
+        jx, jy, jz = pade_accept(R, i, x, y, z, CO, CN, JG, 0.0, 0.0, 0.0)
         JG[i, 0] = jx
         JG[i, 1] = jy
         JG[i, 2] = jz
@@ -480,18 +369,7 @@ def local_energy(R, p, cache):
     for i in range(N):
         x, y, z = R[i, 0], R[i, 1], R[i, 2]
         _orbitals(x, y, z, alpha, n, U, DU, LAP, True)
-        gx = 0.0
-        gy = 0.0
-        gz = 0.0
-        lap_d = 0.0
-        for j in range(n):
-            t = T[i, j]
-            gx += DU[j, 0] * t
-            gy += DU[j, 1] * t
-            gz += DU[j, 2] * t
-            lap_d += LAP[j] * t
-        jx, jy, jz = JG[i, 0], JG[i, 1], JG[i, 2]
-        energy -= 0.5 * (lap_d + jx * jx + jy * jy + jz * jz + 2.0 * (gx * jx + gy * jy + gz * jz))
+        energy += kinetic(T, i, DU, LAP, JG, n)
         energy -= Z / math.sqrt(x * x + y * y + z * z)
         if en:  # ∇²u of the e–n term (its gradient is in JG)
             _, _, lap_en = _en_pade(math.sqrt(x * x + y * y + z * z), c_en, beta_en)
@@ -504,7 +382,7 @@ def local_energy(R, p, cache):
                 r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
                 if jastrow:
                     b = 1.0 / (1.0 + beta * r)
-                    energy -= 2.0 * _pair_a(i, l, n) * b * b * b / r
+                    energy -= 2.0 * pair_a(i, l, n) * b * b * b / r
                 if ee:
                     energy += 1.0 / r
     return energy
@@ -514,48 +392,8 @@ def local_energy(R, p, cache):
 def other_drift_change(R, p, cache, i, r_new, dt):
     """(Δt/2) Σ_{j≠i} (|∇_j ln ψ(R)|² − |∇_j ln ψ(R')|²) for the move just tested (study 002's
     all-particle Green's function, doubt D1; exact sampling never uses it). O(n² + N)."""
-    N = R.shape[0]
-    n = N // 2
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
-    q = META[0]
-    s = i // n
-    jastrow = p[P_JASTROW] != 0.0
-    x, y, z = r_new[0], r_new[1], r_new[2]
-    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
-    total = 0.0
-    for l in range(N):
-        if l == i:
-            continue
-        # old gradient, and Σ_j ∇φ_j(r_l) T[i, j] for the change of row l of T
-        gx = JG[l, 0]
-        gy = JG[l, 1]
-        gz = JG[l, 2]
-        hx = 0.0
-        hy = 0.0
-        hz = 0.0
-        v = 0.0
-        same_block = l // n == s
-        for j in range(n):
-            t = T[l, j]
-            gx += DPHI[l, j, 0] * t
-            gy += DPHI[l, j, 1] * t
-            gz += DPHI[l, j, 2] * t
-            if same_block:
-                ti = T[i, j]
-                hx += DPHI[l, j, 0] * ti
-                hy += DPHI[l, j, 1] * ti
-                hz += DPHI[l, j, 2] * ti
-                v += U[j] * t
-        f = v / q if same_block else 0.0
-        nx = gx - f * hx
-        ny = gy - f * hy
-        nz = gz - f * hz
-        if jastrow:
-            nx += CN[l] * (R[l, 0] - x) - CO[l] * (R[l, 0] - xo)
-            ny += CN[l] * (R[l, 1] - y) - CO[l] * (R[l, 1] - yo)
-            nz += CN[l] * (R[l, 2] - z) - CO[l] * (R[l, 2] - zo)
-        total += gx * gx + gy * gy + gz * gz - (nx * nx + ny * ny + nz * nz)
-    return 0.5 * dt * total
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, R.shape[0])
+    return drift_change(R, T, DPHI, JG, U, CO, CN, META[0], i, r_new, dt, p[P_JASTROW] != 0.0)
 
 
 @nb.njit(cache=True)
@@ -577,7 +415,7 @@ KERNELS = Kernels(recompute=recompute, gradient=gradient, test_move=test_move, a
                   potential=potential)
 
 
-class Atom(System):
+class Atom(SlaterJastrowSystem):
     """An atom (He, Be, Ne) for the generic VMC and DMC drivers; reports the total ``energy`` in E_h."""
 
     name = "atom"
@@ -586,11 +424,6 @@ class Atom(System):
                    "factor. Lengths in bohr, energies in hartree, time in ħ/E_h; reports the total energy as "
                    "'energy'. DMC is fixed-node (moves across a node of ψ_T are rejected).")
     Params = AtomParams
-    dim = 3
-    energy_key = ENERGY_KEY
-    energy_unit = ENERGY_UNIT
-    length_unit = "bohr"
-    time_unit = "ħ/E_h"
     kernels = KERNELS
     # GPU sweeper: one thread per walker, the kernels above compiled as CUDA device functions
     capabilities = Capabilities(fixed_node=True, gpu="qmckit.backends.cuda_atom:CudaAtomSweeper", green_all=True)
@@ -600,10 +433,6 @@ class Atom(System):
     examples = (dict(element="He"), dict(element="Be", en_cusp=True), dict(element="Ne", jastrow=False),
                 dict(element="Be", ee=False, beta=0.3))
 
-    def __init__(self, params: AtomParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
-        super().__init__(params, **kwargs)
-        self.reject_node_crossing = bool(reject_node_crossing)
-
     def __repr__(self):
         p = self.params
         extra = "" if p.jastrow and p.ee else f", jastrow={p.jastrow}, ee={p.ee}"
@@ -611,10 +440,6 @@ class Atom(System):
             extra += f", en_cusp=True, beta_en={p.effective_beta_en:g}"
         fixed_node = ", reject_node_crossing=True" if self.reject_node_crossing else ""
         return f"Atom(element={p.element!r}, alpha={p.alpha:g}, beta={p.beta:g}{extra}{fixed_node})"
-
-    def for_dmc(self) -> "Atom":
-        """The same atom with moves across a node of ψ_T rejected (fixed-node DMC)."""
-        return Atom(self.params, reject_node_crossing=True)
 
     @property
     def z(self) -> int:
@@ -625,10 +450,6 @@ class Atom(System):
         return self.params.z
 
     @property
-    def n_up(self) -> int:
-        return self.params.z // 2
-
-    @property
     def kernel_params(self) -> np.ndarray:
         p = self.params
         return np.array([float(p.z), p.alpha, p.beta, float(p.jastrow), float(p.ee),
@@ -636,10 +457,6 @@ class Atom(System):
 
     def cache_size(self) -> int:
         return cache_size_for(self.n_particles)
-
-    def energy_scale(self) -> float:
-        """Walker energies are already the reported ``energy`` (total, in E_h)."""
-        return 1.0
 
     def density_range(self) -> float:
         """A radius (bohr) that holds the electron cloud: 4/α for 1s only, 12/α with an n = 2 shell."""

@@ -42,18 +42,17 @@ Kernel parameter vector ``p`` (float64; the generic drivers pass it to every ker
      atoms (n_atoms × [x, y, z, Z]), C (n_basis × n, row-major), packed basis (see gaussian_basis),
      with ``cusp``: the correction block of :mod:`qmckit.systems.gaussian_cusp`]
 
-Cache layout of one walker (N electrons, n orbitals per spin, n_basis functions), float64:
+The Slater–Jastrow arithmetic that the molecules share with the atoms (determinant ratios and
+gradients, the e–e Padé terms, the kinetic energy) is :mod:`qmckit.systems.slater_jastrow`; this module
+writes the Gaussian-basis orbitals, the e–n Padé terms and the potential.
 
-    T     (N, n)     transposed inverse of each spin block (see :mod:`qmckit.systems.slater`)
-    DPHI  (N, n, 3)  ∇φ_j(r_i)    (orbital row of electron i, evaluated at RC[i])
+Cache layout of one walker (N electrons, n orbitals per spin, n_basis functions), float64: the
+Slater–Jastrow core's part (:func:`qmckit.systems.slater_jastrow.views`: T, DPHI, JG, U, DU, CO, CN,
+META, MAT, LAP, where DPHI[i] is electron i's orbital gradient row, evaluated at RC[i], and LAP the
+orbital Laplacians at the proposed position), then
+
     OL    (N, n)     ∇²φ_j(r_i)   (orbital row of electron i, evaluated at RC[i])
-    JG    (N, 3)     ∇_i U (e–e and e–n), updated in O(N) per accepted move
-    U, DU (n), (n,3) orbital values and gradients at the proposed position     ┐ scratch of
-    CO, CN (N), (N)  f'(r_il)/r_il of the moved electron before / after       │ test_move for
-    EG    (3)        e–n part of ∇U at the proposed position                  │ accept_move
-    META  (1)        determinant ratio of the last tested move                │
-    LAP   (n)        orbital Laplacians at the proposed position              ┘
-    MAT   (n, n)     scratch for the inversion
+    EG    (3)        e–n part of ∇U at the proposed position (scratch of test_move for accept_move)
     BV, BG, BL       (n_basis), (n_basis, 3), (n_basis) basis values, gradients, Laplacians
     DV    (N, n)     φ_j(r_i)     (orbital row of electron i = row i of the Slater matrices, at RC[i])
     RC    (N, 3)     the position at which the rows DV[i], DPHI[i], OL[i] were evaluated
@@ -90,19 +89,17 @@ import numpy as np
 from . import gaussian_cusp
 from .gaussian_basis import (GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, packed_length,
                              require_pyscf)
-from .protocol import Capabilities, Kernels, System, parameter, validate
-from .slater import mat_view, mat3_view, det_ratio, invert
+from .protocol import Capabilities, Kernels, parameter, validate
+from .slater import det_ratio, invert, mat_view
+from .slater_jastrow import (SlaterJastrowSystem, core_size, determinant_move, drift_change, kinetic, pade_accept,
+                             pade_gradients, pade_log, pade_move, pair_a, slater_gradient, views)
 
-ENERGY_KEY = "energy"
-ENERGY_UNIT = "E_h"
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "molecules"
 
 # H–Kr: all-electron correlation-consistent bases stop there
 ELEMENTS = ("H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se "
             "Br Kr").split()
 
-A_ANTIPARALLEL = 0.5
-A_PARALLEL = 0.25
 DEFAULT_BETA_EE = 4.0
 DEFAULT_BETA_EN = 300.0
 
@@ -314,12 +311,6 @@ def rhf_solution(atoms, basis: str, charge: int = 0) -> RHFSolution:
 # kernels
 # --------------------------------------------------------------------------------------------
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def pair_a(i, l, n):
-    """Jastrow a of the pair (i, l): ¼ for parallel spins, ½ for antiparallel."""
-    return A_PARALLEL if (i < n) == (l < n) else A_ANTIPARALLEL
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
 def _layout(p):
     """(N, n, atoms (n_atoms, 4), C (n_basis, n), packed basis) views of the parameter vector."""
     N = int(p[P_N])
@@ -338,31 +329,12 @@ def _layout(p):
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def _views(cache, N, n, nbf):
-    o = 0
-    T = mat_view(cache, o, N, n)
-    o += N * n
-    DPHI = mat3_view(cache, o, N, n, 3)
-    o += 3 * N * n
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = views(cache, N, n, 3)
+    o = core_size(N, n, 3)
     OL = mat_view(cache, o, N, n)
     o += N * n
-    JG = mat_view(cache, o, N, 3)
-    o += 3 * N
-    U = cache[o:o + n]
-    o += n
-    DU = mat_view(cache, o, n, 3)
-    o += 3 * n
-    CO = cache[o:o + N]
-    o += N
-    CN = cache[o:o + N]
-    o += N
     EG = cache[o:o + 3]
     o += 3
-    META = cache[o:o + 1]
-    o += 1
-    MAT = mat_view(cache, o, n, n)
-    o += n * n
-    LAP = cache[o:o + n]
-    o += n
     BV = cache[o:o + nbf]
     o += nbf
     BG = mat_view(cache, o, nbf, 3)
@@ -383,7 +355,7 @@ def cache_size_for(n_electrons: int, n_basis: int) -> int:
     """Length of one walker's cache row (see the module docstring)."""
     N = n_electrons
     n = N // 2
-    return N * n + 3 * N * n + N * n + 3 * N + n + 3 * n + 2 * N + 3 + 1 + n * n + n + 5 * n_basis + N * n + 3 * N + 1
+    return core_size(N, n, 3) + N * n + 3 + 5 * n_basis + N * n + 3 * N + 1
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -483,11 +455,7 @@ def log_psi(R, p):
         log_abs, _ = invert(M, inv)
         total += log_abs
     if p[P_JEE] != 0.0:
-        beta = p[P_BEE]
-        for i in range(N):
-            for l in range(i + 1, N):
-                r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
-                total += pair_a(i, l, n) * r / (1.0 + beta * r)
+        total = pade_log(R, n, p[P_BEE], total)
     if p[P_JEN] != 0.0:
         for i in range(N):
             total += _en_value(atoms, R[i, 0], R[i, 1], R[i, 2], p[P_BEN])
@@ -528,21 +496,7 @@ def recompute(R, p, cache):
             JG[i, 1] = EG[1]
             JG[i, 2] = EG[2]
     if p[P_JEE] != 0.0:
-        beta = p[P_BEE]
-        for i in range(N):
-            for l in range(i + 1, N):
-                dx = R[i, 0] - R[l, 0]
-                dy = R[i, 1] - R[l, 1]
-                dz = R[i, 2] - R[l, 2]
-                r = math.sqrt(dx * dx + dy * dy + dz * dz)
-                b = 1.0 / (1.0 + beta * r)
-                c = pair_a(i, l, n) * b * b / r  # f'(r)/r
-                JG[i, 0] += c * dx
-                JG[i, 1] += c * dy
-                JG[i, 2] += c * dz
-                JG[l, 0] -= c * dx
-                JG[l, 1] -= c * dy
-                JG[l, 2] -= c * dz
+        pade_gradients(R, n, p[P_BEE], JG)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -550,17 +504,7 @@ def gradient(R, p, cache, i, out):
     """∇_i ln|ψ(R)| from the cache: Σ_j ∇φ_j(r_i) T[i, j] + ∇_i U."""
     N, n, atoms, C, basis = _layout(p)
     T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
-    gx = JG[i, 0]
-    gy = JG[i, 1]
-    gz = JG[i, 2]
-    for j in range(n):
-        t = T[i, j]
-        gx += DPHI[i, j, 0] * t
-        gy += DPHI[i, j, 1] * t
-        gz += DPHI[i, j, 2] * t
-    out[0] = gx
-    out[1] = gy
-    out[2] = gz
+    slater_gradient(T, DPHI, JG, i, out)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -576,17 +520,8 @@ def test_move(R, p, cache, i, r_new, grad_new):
     q = det_ratio(T[i], U)
     META[0] = q
     if not (q != 0.0 and math.isfinite(q)) or (p[P_REJECT] != 0.0 and q < 0.0):
-        return -np.inf
-    inv_q = 1.0 / q
-    gx = 0.0
-    gy = 0.0
-    gz = 0.0
-    for j in range(n):
-        t = T[i, j] * inv_q
-        gx += DU[j, 0] * t
-        gy += DU[j, 1] * t
-        gz += DU[j, 2] * t
-    log_ratio = math.log(abs(q))
+        return -np.inf  # q = 0, not finite, or (fixed-node DMC) a move to the other sign of ψ_T
+    log_ratio, gx, gy, gz = determinant_move(T, DU, i, q, n)
     xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
     if p[P_JEN] != 0.0:
         beta_en = p[P_BEN]
@@ -596,31 +531,7 @@ def test_move(R, p, cache, i, r_new, grad_new):
         gy += EG[1]
         gz += EG[2]
     if p[P_JEE] != 0.0:
-        beta = p[P_BEE]
-        delta = 0.0
-        for l in range(N):
-            if l == i:
-                CO[l] = 0.0
-                CN[l] = 0.0
-                continue
-            a = pair_a(i, l, n)
-            dxo = xo - R[l, 0]
-            dyo = yo - R[l, 1]
-            dzo = zo - R[l, 2]
-            dxn = x - R[l, 0]
-            dyn = y - R[l, 1]
-            dzn = z - R[l, 2]
-            ro = math.sqrt(dxo * dxo + dyo * dyo + dzo * dzo)
-            rn = math.sqrt(dxn * dxn + dyn * dyn + dzn * dzn)
-            bo = 1.0 / (1.0 + beta * ro)
-            bn = 1.0 / (1.0 + beta * rn)
-            delta += a * (rn * bn - ro * bo)
-            CO[l] = a * bo * bo / ro
-            cn = a * bn * bn / rn
-            CN[l] = cn
-            gx += cn * dxn
-            gy += cn * dyn
-            gz += cn * dzn
+        delta, gx, gy, gz = pade_move(R, i, x, y, z, n, p[P_BEE], CO, CN, gx, gy, gz)
         log_ratio += delta
     grad_new[0] = gx
     grad_new[1] = gy
@@ -667,18 +578,7 @@ def accept_move(R, p, cache, i, r_new, grad_new):
         jy = EG[1] if jen else 0.0
         jz = EG[2] if jen else 0.0
         if jee:
-            xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
-            for l in range(N):
-                if l == i:
-                    continue
-                co = CO[l]
-                cn = CN[l]
-                JG[l, 0] += cn * (R[l, 0] - x) - co * (R[l, 0] - xo)
-                JG[l, 1] += cn * (R[l, 1] - y) - co * (R[l, 1] - yo)
-                JG[l, 2] += cn * (R[l, 2] - z) - co * (R[l, 2] - zo)
-                jx += cn * (x - R[l, 0])
-                jy += cn * (y - R[l, 1])
-                jz += cn * (z - R[l, 2])
+            jx, jy, jz = pade_accept(R, i, x, y, z, CO, CN, JG, jx, jy, jz)
         JG[i, 0] = jx
         JG[i, 1] = jy
         JG[i, 2] = jz
@@ -699,18 +599,7 @@ def local_energy(R, p, cache):
     energy = p[P_ENUC]
     for i in range(N):
         x, y, z = R[i, 0], R[i, 1], R[i, 2]
-        gx = 0.0
-        gy = 0.0
-        gz = 0.0
-        lap_d = 0.0
-        for j in range(n):
-            t = T[i, j]
-            gx += DPHI[i, j, 0] * t
-            gy += DPHI[i, j, 1] * t
-            gz += DPHI[i, j, 2] * t
-            lap_d += OL[i, j] * t
-        jx, jy, jz = JG[i, 0], JG[i, 1], JG[i, 2]
-        energy -= 0.5 * (lap_d + jx * jx + jy * jy + jz * jz + 2.0 * (gx * jx + gy * jy + gz * jz))
+        energy += kinetic(T, i, DPHI[i], OL[i], JG, n)
         for A in range(atoms.shape[0]):
             r = math.sqrt((x - atoms[A, 0]) ** 2 + (y - atoms[A, 1]) ** 2 + (z - atoms[A, 2]) ** 2)
             energy -= atoms[A, 3] / r
@@ -734,44 +623,7 @@ def other_drift_change(R, p, cache, i, r_new, dt):
     all-particle Green's function; exact sampling never uses it). O(n² + N)."""
     N, n, atoms, C, basis = _layout(p)
     T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
-    q = META[0]
-    s = i // n
-    jee = p[P_JEE] != 0.0
-    x, y, z = r_new[0], r_new[1], r_new[2]
-    xo, yo, zo = R[i, 0], R[i, 1], R[i, 2]
-    total = 0.0
-    for l in range(N):
-        if l == i:
-            continue
-        gx = JG[l, 0]
-        gy = JG[l, 1]
-        gz = JG[l, 2]
-        hx = 0.0
-        hy = 0.0
-        hz = 0.0
-        v = 0.0
-        same_block = l // n == s
-        for j in range(n):
-            t = T[l, j]
-            gx += DPHI[l, j, 0] * t
-            gy += DPHI[l, j, 1] * t
-            gz += DPHI[l, j, 2] * t
-            if same_block:
-                ti = T[i, j]
-                hx += DPHI[l, j, 0] * ti
-                hy += DPHI[l, j, 1] * ti
-                hz += DPHI[l, j, 2] * ti
-                v += U[j] * t
-        f = v / q if same_block else 0.0
-        nx = gx - f * hx
-        ny = gy - f * hy
-        nz = gz - f * hz
-        if jee:
-            nx += CN[l] * (R[l, 0] - x) - CO[l] * (R[l, 0] - xo)
-            ny += CN[l] * (R[l, 1] - y) - CO[l] * (R[l, 1] - yo)
-            nz += CN[l] * (R[l, 2] - z) - CO[l] * (R[l, 2] - zo)
-        total += gx * gx + gy * gy + gz * gz - (nx * nx + ny * ny + nz * nz)
-    return 0.5 * dt * total
+    return drift_change(R, T, DPHI, JG, U, CO, CN, META[0], i, r_new, dt, p[P_JEE] != 0.0)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -835,7 +687,7 @@ KERNELS = Kernels(recompute=recompute, gradient=gradient, test_move=test_move, a
                   potential=potential)
 
 
-class Molecule(System):
+class Molecule(SlaterJastrowSystem):
     """A closed-shell molecule for the generic VMC and DMC drivers; reports the total ``energy`` in E_h.
 
     ``Molecule(xyz="h2o", basis="cc-pvdz", jastrow=False)`` builds the PySCF ``Mole`` (``cart=True``),
@@ -848,20 +700,15 @@ class Molecule(System):
                    "energies in hartree (nuclear repulsion included), time in ħ/E_h; reports the total energy "
                    "as 'energy'. Needs the optional 'chem' extra (PySCF). DMC is fixed-node.")
     Params = MoleculeParams
-    dim = 3
-    energy_key = ENERGY_KEY
-    energy_unit = ENERGY_UNIT
-    length_unit = "bohr"
-    time_unit = "ħ/E_h"
     kernels = KERNELS
+    cache_layout = 2  # 2: the Slater–Jastrow core's views first (slater_jastrow.views), then OL, EG, … (was T, DPHI, OL, …)
     capabilities = Capabilities(fixed_node=True, green_all=True)
     examples = (dict(xyz="h2", basis="sto-3g"), dict(xyz="h2o", basis="sto-3g", cusp=True, jastrow_en=False),
                 dict(xyz="Li 0 0 0; H 0 0 1.6", basis="6-31g", jastrow=False))
     cli_implies = {"cusp": {"jastrow_en": False}}  # the corrected orbitals carry the cusp; the e–n term would double it
 
     def __init__(self, params: MoleculeParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
-        super().__init__(params, **kwargs)
-        self.reject_node_crossing = bool(reject_node_crossing)
+        super().__init__(params, reject_node_crossing=reject_node_crossing, **kwargs)
         p = self.params
         self.rhf = rhf_solution(p.atoms, p.basis, p.charge)
         self._kernel_params = self._pack()
@@ -880,18 +727,10 @@ class Molecule(System):
         charge += ", cusp=True" if p.cusp else ""
         return f"Molecule(xyz={xyz!r}, basis={p.basis!r}{charge}, {jastrow}{fixed_node})"
 
-    def for_dmc(self) -> "Molecule":
-        """The same molecule with moves across a node of ψ_T rejected (fixed-node DMC)."""
-        return Molecule(self.params, reject_node_crossing=True)
-
     # --- sizes and references -----------------------------------------------------------------
     @property
     def n_particles(self) -> int:
         return self.params.n_electrons
-
-    @property
-    def n_up(self) -> int:
-        return self.n_particles // 2
 
     @property
     def n_basis(self) -> int:
@@ -950,10 +789,6 @@ class Molecule(System):
 
     def cache_size(self) -> int:
         return cache_size_for(self.n_particles, self.n_basis)
-
-    def energy_scale(self) -> float:
-        """Walker energies are already the reported ``energy`` (total, in E_h)."""
-        return 1.0
 
     def density_range(self) -> float:
         """A radius (bohr) around the centroid of the nuclei that holds the electron cloud."""

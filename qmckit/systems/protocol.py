@@ -302,6 +302,9 @@ class System:
                   suite checks each one
     examples      small parameter sets (dicts) that together exercise every branch of the kernels:
                   the conformance suite (``tests/test_conformance.py``) runs each one
+    cache_layout  a number that changes whenever the meaning of a cache row changes (entries moved,
+                  added or reinterpreted): checkpoints record it, and a run resumed from a checkpoint
+                  written with another layout rebuilds its caches from the positions
 
     Instances hold ``params`` (a ``Params``) and answer the questions drivers ask (below).
     """
@@ -322,6 +325,7 @@ class System:
     cli_implies: ClassVar[dict] = {}
     exact_cases: ClassVar[tuple] = ()
     examples: ClassVar[tuple] = ({},)
+    cache_layout: ClassVar[int] = 1
 
     def __init__(self, params=None, **kwargs):
         if params is not None and kwargs:

@@ -39,7 +39,8 @@ Sinanoglu's 2 E_h*.
 Kernel parameter vector ``p``: [ω, α, β, a_parallel, a_antiparallel, interaction (0/1),
 reject_node_crossing (0/1), then the quantum numbers (n_x, n_y, n_z) of the n = N/2 orbitals].
 
-Cache layout of one walker (N electrons, n = N/2 orbitals per spin, d dimensions), float64:
+Cache layout of one walker (N electrons, n = N/2 orbitals per spin, d dimensions), float64: the
+Slater–Jastrow core's (:func:`qmckit.systems.slater_jastrow.views`) in d dimensions,
 
     T     (N, n)     row i: the transposed inverse of electron i's spin block (:mod:`qmckit.systems.slater`)
     DPHI  (N, n, d)  ∇φ_j(r_i)
@@ -48,6 +49,9 @@ Cache layout of one walker (N electrons, n = N/2 orbitals per spin, d dimensions
     CO, CN (N), (N)    f'(r_il)/r_il of the moved electron before / after     │ for accept_move
     META  (1)          the determinant ratio of the last tested move          ┘
     MAT, LAP (n, n), (n)  scratch for inversion and orbital Laplacians
+
+The kernels are written in d dimensions with the spin factors a in ``p``; the core's functions (written
+out in x, y, z for the atoms' GPU register budget, with the 3D cusp factors) are not used.
 """
 from __future__ import annotations
 
@@ -58,7 +62,8 @@ import numba as nb
 import numpy as np
 
 from .protocol import Capabilities, Kernels, System, no_other_drift_change, parameter, validate
-from .slater import mat_view, mat3_view, det_ratio, invert, sherman_morrison_row
+from .slater import det_ratio, invert, sherman_morrison_row
+from .slater_jastrow import core_size, views
 
 ENERGY_KEY = "energy"
 ENERGY_UNIT = "E_h*"
@@ -189,30 +194,9 @@ def _distance(R, i, l):
 @nb.njit(cache=True)
 def _views(cache, N, d):
     n = N // 2
-    o = 0
-    T = mat_view(cache, o, N, n)
-    o += N * n
-    DPHI = mat3_view(cache, o, N, n, d)
-    o += N * n * d
-    JG = mat_view(cache, o, N, d)
-    o += N * d
-    U = cache[o:o + n]
-    o += n
-    DU = mat_view(cache, o, n, d)
-    o += n * d
-    CO = cache[o:o + N]
-    o += N
-    CN = cache[o:o + N]
-    o += N
-    META = cache[o:o + 1]
-    o += 1
-    MAT = mat_view(cache, o, n, n)
-    o += n * n
-    LAP = cache[o:o + n]
-    o += n
-    if cache.shape[0] < o:  # views from strides are not bounds-checked
+    if cache.shape[0] < core_size(N, n, d):  # views from strides are not bounds-checked
         raise ValueError("quantum-dot cache row too short (see cache_size_for)")
-    return T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP
+    return views(cache, N, n, d)
 
 
 cache_views = _views  # the cache row as named views, for code outside this module (the GPU sampler's host side)
@@ -220,8 +204,7 @@ cache_views = _views  # the cache row as named views, for code outside this modu
 
 def cache_size_for(n_electrons: int, dim: int) -> int:
     """Length of one walker's cache row (see the module docstring)."""
-    N, n, d = n_electrons, n_electrons // 2, dim
-    return N * n + N * n * d + N * d + n + n * d + 2 * N + 1 + n * n + n
+    return core_size(n_electrons, n_electrons // 2, dim)
 
 
 @nb.njit(cache=True)
