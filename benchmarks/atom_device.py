@@ -70,7 +70,7 @@ from atoms_throughput import time_gpu_case  # noqa: E402
 from bec_throughput import Budget, cpu_info, device_info  # noqa: E402
 from qmckit.backends import cuda_atom  # noqa: E402
 from qmckit.methods.vmc import VMC  # noqa: E402
-from qmckit.systems.atom import REFERENCE_ENERGIES, Atom, _views  # noqa: E402
+from qmckit.systems.atom import REFERENCE_ENERGIES, Atom, cache_views  # noqa: E402
 from qmckit.walkers import Walkers  # noqa: E402
 from _common import log  # noqa: E402
 
@@ -106,7 +106,7 @@ def flops_per_cycle(N, acceptance):
 
 def core(cache_rows, N):
     """T, DPHI and JG of every cache row (the part of the cache that persists between moves)."""
-    return np.array([np.concatenate([v.ravel() for v in _views(row, N)[:3]]) for row in cache_rows])
+    return np.array([np.concatenate([v.ravel() for v in cache_views(row, N)[:3]]) for row in cache_rows])
 
 
 # --------------------------------------------------------------------------------------------

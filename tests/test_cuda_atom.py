@@ -49,7 +49,7 @@ def _child() -> dict:
     from qmckit.methods.dmc import DMC
     from qmckit.methods.vmc import VMC
     from qmckit.systems import atom as atom_module
-    from qmckit.systems.atom import Atom, _views
+    from qmckit.systems.atom import Atom, cache_views
     from qmckit.walkers import Walkers
 
     out = {"simulated": cuda_atom.simulated(), "available": cuda_atom.available(), "cases": [], "errors": {}}
@@ -75,7 +75,7 @@ def _child() -> dict:
 
     def core(cache_rows, N):
         """T, DPHI and JG of every walker's cache row (the part that persists between moves)."""
-        return np.array([np.concatenate([v.ravel() for v in _views(row, N)[:3]]) for row in cache_rows])
+        return np.array([np.concatenate([v.ravel() for v in cache_views(row, N)[:3]]) for row in cache_rows])
 
     for element, sampler, fixed_node in CASES:
         system, walkers = make(element, fixed_node)

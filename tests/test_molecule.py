@@ -24,7 +24,7 @@ from qmckit.runs import RunConfig, make_run  # noqa: E402
 from qmckit.systems import make_system  # noqa: E402
 from qmckit.systems.gaussian_basis import (GaussianBasis, basis_derivatives, basis_values, eval_point,  # noqa: E402
                                            from_pyscf, orbital_values)
-from qmckit.systems.molecule import (DATA_DIR, Molecule, MoleculeParams, _views, builtin_molecules,  # noqa: E402
+from qmckit.systems.molecule import (DATA_DIR, Molecule, MoleculeParams, cache_views, builtin_molecules,  # noqa: E402
                                      read_xyz, rhf_solution)
 from qmckit.walkers import Walkers  # noqa: E402
 
@@ -178,7 +178,7 @@ def test_incremental_cache_equals_recompute_after_many_moves(xyz):
         k.recompute(R, p, fresh)
         # T (inverses), DPHI (orbital gradients) and JG (Jastrow gradients) are kept up to date;
         # OL and the rest are scratch that recompute fills
-        kept, rebuilt = _views(cache, N, n, nbf), _views(fresh, N, n, nbf)
+        kept, rebuilt = cache_views(cache, N, n, nbf), cache_views(fresh, N, n, nbf)
         for index in (0, 1, 3):  # T, DPHI, JG
             a, b = kept[index], rebuilt[index]
             assert np.allclose(a, b, rtol=1e-8, atol=1e-8 * (1 + np.abs(b).max())), index

@@ -17,7 +17,7 @@ import pytest
 from qmckit import RunConfig, cli
 from qmckit.runs import make_run
 from qmckit.systems import make_system
-from qmckit.systems.qdot import _orbitals, closed_shells, noninteracting_energy, shell_orbitals
+from qmckit.systems.qdot import orbitals_at, closed_shells, noninteracting_energy, shell_orbitals
 
 REFERENCES = json.loads((Path(__file__).resolve().parents[1] / "data" / "quantum_dots.json").read_text())
 
@@ -44,7 +44,7 @@ def test_hermite_orbitals_are_oscillator_eigenfunctions(dim):
     p, n = system.kernel_params, system.n_particles // 2
     val, grad, lap = np.empty(n), np.empty((n, dim)), np.empty(n)
     for r in np.random.default_rng(1).normal(size=(5, dim)):
-        _orbitals(r, p, n, val, grad, lap, True)
+        orbitals_at(r, p, n, val, grad, lap, True)
         levels = np.array([sum(q) + dim / 2 for q in system.orbitals]) * omega
         assert np.allclose(-0.5 * lap + 0.5 * omega ** 2 * (r @ r) * val, levels * val, atol=1e-12)
 

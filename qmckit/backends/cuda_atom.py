@@ -19,11 +19,11 @@ every measured sweep the local energy (which first rebuilds the walker's cache f
 the CPU) goes to ``energies[sweep, walker]``.
 
 The physics is not rewritten: ``recompute``, ``gradient``, ``test_move``, ``accept_move``,
-``local_energy``, ``_orbitals`` and ``_en_pade`` (the optional e–n cusp factor) of
+``local_energy``, ``orbitals_at`` and ``en_pade`` (the optional e–n cusp factor) of
 :mod:`qmckit.systems.atom`, the Slater–Jastrow core they call (:mod:`qmckit.systems.slater_jastrow`),
 ``invert``, ``det_ratio`` and ``sherman_morrison_row`` of :mod:`qmckit.systems.slater` and the
 ``cpu_kernels.drift_scale`` are compiled a second time from
-their own Python source as CUDA device functions (the technique of :mod:`qmckit.backends.cuda_rng`). The only name rebound is ``_views``: on the CPU it cuts one
+their own Python source as CUDA device functions (the technique of :mod:`qmckit.backends.cuda_rng`). The only name rebound is ``cache_views``: on the CPU it cuts one
 walker's cache row into (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP); on the GPU the "cache" passed
 in *is* that tuple already — strided views of the walker's slice of the global arrays below, and
 slices of per-thread local scratch sized for Ne (10 electrons, 5 orbitals per spin). None of those
@@ -122,7 +122,7 @@ def shared_twins() -> dict:
 
 def device_functions(en_cusp: bool = True) -> dict:
     """CUDA twins of the atom kernels (by name): recompute, gradient, test_move, accept_move,
-    local_energy, _orbitals, the Slater helpers and the drift cap. ``_views`` is the identity on
+    local_energy, orbitals_at, the Slater helpers and the drift cap. ``cache_views`` is the identity on
     the GPU: a kernel passes the cache as the tuple (T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP).
 
     ``en_cusp`` is the compile-time switch ``EN_CUSP_CODE`` of :mod:`qmckit.systems.atom`: with
@@ -142,18 +142,18 @@ def _device_functions(en_cusp: bool) -> dict:
     shared = shared_twins()
     helpers = {name: shared[name] for name in SLATER_TWINS + SLATER_JASTROW_TWINS}
 
-    def _views(cache, N):
+    def cache_views(cache, N):
         return cache
 
     atom_ns = dict(vars(atom))
     atom_ns.update(helpers)
     atom_ns["EN_CUSP_CODE"] = en_cusp  # frozen as a constant when the twins are compiled
-    atom_ns["_views"] = c.jit(**kw)(_views)
+    atom_ns["cache_views"] = c.jit(**kw)(cache_views)
     atom_twins = {name: _twin(getattr(atom, name), atom_ns, kw)
-                  for name in ("_orbitals", "_en_pade", "recompute", "gradient", "test_move", "accept_move",
+                  for name in ("orbitals_at", "en_pade", "recompute", "gradient", "test_move", "accept_move",
                                "local_energy")}
     atom_ns.update(atom_twins)
-    return {**helpers, **atom_twins, "_views": atom_ns["_views"], "drift_scale": shared["drift_scale"]}
+    return {**helpers, **atom_twins, "cache_views": atom_ns["cache_views"], "drift_scale": shared["drift_scale"]}
 
 
 def kernels(en_cusp: bool = True) -> dict:
@@ -425,9 +425,9 @@ class CudaAtomSweeper:
 
     @staticmethod
     def _cache_views(row, N):
-        from ..systems.atom import _views
+        from ..systems.atom import cache_views
 
-        return _views(row, N)
+        return cache_views(row, N)
 
     def recompute(self) -> None:
         """Rebuild the device caches from the device positions (every launch does this anyway)."""

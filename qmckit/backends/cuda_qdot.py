@@ -1,8 +1,8 @@
 """GPU (numba-cuda) sweep for electrons in a quantum dot (:mod:`qmckit.systems.qdot`): the atoms' machinery.
 
 One thread per walker, float64, exactly as :mod:`qmckit.backends.cuda_atom`: the quantum dot's own
-kernels (``recompute``, ``gradient``, ``test_move``, ``accept_move``, ``local_energy``, ``_orbitals``) and the
-Slater helpers are compiled a second time from their Python source as CUDA device functions, ``_views``
+kernels (``recompute``, ``gradient``, ``test_move``, ``accept_move``, ``local_energy``, ``orbitals_at``) and the
+Slater helpers are compiled a second time from their Python source as CUDA device functions, ``cache_views``
 rebound to the identity (a kernel passes the cache as the tuple (T, DPHI, JG, U, DU, CO, CN, META, MAT,
 LAP): strided views of the walker's slice of the walker-fastest global arrays and thread-local scratch).
 The sweep kernel is the atoms' in d = 2 or 3 dimensions: for every electron in turn, a drift–diffusion
@@ -51,12 +51,12 @@ def device_functions() -> dict:
     ns = dict(vars(qdot))
     ns.update({name: shared[name] for name in cuda_atom.SLATER_TWINS})
 
-    def _views(cache, N, d):
+    def cache_views(cache, N, d):
         return cache
 
-    ns["_views"] = c.jit(**kw)(_views)
+    ns["cache_views"] = c.jit(**kw)(cache_views)
     twins = {}
-    for name in ("_hermite", "_factor", "_pair_a", "_distance", "_orbitals", "recompute", "gradient", "test_move",
+    for name in ("hermite", "hermite_factor", "pair_a", "distance", "orbitals_at", "recompute", "gradient", "test_move",
                  "accept_move", "local_energy"):  # callees first: each twin's namespace holds the ones before it
         twins[name] = ns[name] = cuda_import.device_twin(getattr(qdot, name), ns, kw)
     return {**twins, "drift_scale": shared["drift_scale"]}

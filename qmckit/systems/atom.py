@@ -165,7 +165,7 @@ def helium_no_jastrow_energy(alpha: float) -> float:
 # kernels
 # --------------------------------------------------------------------------------------------
 @nb.njit(cache=True)
-def _orbitals(x, y, z, alpha, n, val, grad, lap, with_lap):
+def orbitals_at(x, y, z, alpha, n, val, grad, lap, with_lap):
     """φ_j, ∇φ_j (and ∇²φ_j if ``with_lap``) of the first ``n`` orbitals at (x, y, z)."""
     r = math.sqrt(x * x + y * y + z * z)
     rinv = 1.0 / r if r > 0.0 else 0.0
@@ -202,7 +202,7 @@ def _orbitals(x, y, z, alpha, n, val, grad, lap, with_lap):
 
 
 @nb.njit(cache=True)
-def _en_pade(r, c, beta_en):
+def en_pade(r, c, beta_en):
     """The optional e–n factor's u(r) = −c r/(1 + β_en r), u'(r)/r and ∇²u = −2c/(r(1 + β_en r)³)."""
     b = 1.0 / (1.0 + beta_en * r)
     rinv = 1.0 / r if r > 0.0 else 0.0
@@ -210,7 +210,7 @@ def _en_pade(r, c, beta_en):
 
 
 @nb.njit(cache=True, inline="always")
-def _views(cache, N):
+def cache_views(cache, N):
     return views(cache, N, N // 2, 3)
 
 
@@ -232,7 +232,7 @@ def log_psi(R, p):
     total = 0.0
     for s in range(2):
         for k in range(n):
-            _orbitals(R[s * n + k, 0], R[s * n + k, 1], R[s * n + k, 2], alpha, n, val, grad, val, False)
+            orbitals_at(R[s * n + k, 0], R[s * n + k, 1], R[s * n + k, 2], alpha, n, val, grad, val, False)
             for j in range(n):
                 M[j, k] = val[j]
         log_abs, _ = invert(M, inv)
@@ -242,7 +242,7 @@ def log_psi(R, p):
     if EN_CUSP_CODE and p[P_EN] != 0.0:
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
         for i in range(N):
-            u, _, _ = _en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
+            u, _, _ = en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
             total += u
     return total
 
@@ -253,11 +253,11 @@ def recompute(R, p, cache):
     N = R.shape[0]
     n = N // 2
     alpha, beta = p[P_ALPHA], p[P_BETA]
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N)
     for s in range(2):
         for k in range(n):
             i = s * n + k
-            _orbitals(R[i, 0], R[i, 1], R[i, 2], alpha, n, U, DPHI[i], LAP, False)
+            orbitals_at(R[i, 0], R[i, 1], R[i, 2], alpha, n, U, DPHI[i], LAP, False)
             for j in range(n):
                 MAT[j, k] = U[j]  # Dᵀ, whose inverse is T
         invert(MAT, T[s * n:(s + 1) * n])
@@ -272,7 +272,7 @@ def recompute(R, p, cache):
     if EN_CUSP_CODE and p[P_EN] != 0.0:  # the one-body e–n term is part of ∇_i U
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
         for i in range(N):
-            _, g, _ = _en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
+            _, g, _ = en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
             JG[i, 0] += g * R[i, 0]
             JG[i, 1] += g * R[i, 1]
             JG[i, 2] += g * R[i, 2]
@@ -282,7 +282,7 @@ def recompute(R, p, cache):
 def gradient(R, p, cache, i, out):
     """∇_i ln|ψ(R)| from the cache: Σ_j ∇φ_j(r_i) T[i, j] + ∇_i U."""
     N = R.shape[0]
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N)
     slater_gradient(T, DPHI, JG, i, out)
 
 
@@ -297,9 +297,9 @@ def test_move(R, p, cache, i, r_new, grad_new):
     N = R.shape[0]
     n = N // 2
     alpha, beta = p[P_ALPHA], p[P_BETA]
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N)
     x, y, z = r_new[0], r_new[1], r_new[2]
-    _orbitals(x, y, z, alpha, n, U, DU, LAP, False)
+    orbitals_at(x, y, z, alpha, n, U, DU, LAP, False)
     q = det_ratio(T[i], U)
     META[0] = q
     if not (q != 0.0 and math.isfinite(q)) or (p[P_REJECT] != 0.0 and q < 0.0):
@@ -310,8 +310,8 @@ def test_move(R, p, cache, i, r_new, grad_new):
         log_ratio += delta
     if EN_CUSP_CODE and p[P_EN] != 0.0:  # only the moved electron's own e–n term changes
         c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
-        u_old, _, _ = _en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
-        u_new, g, _ = _en_pade(math.sqrt(x * x + y * y + z * z), c_en, beta_en)
+        u_old, _, _ = en_pade(math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2), c_en, beta_en)
+        u_new, g, _ = en_pade(math.sqrt(x * x + y * y + z * z), c_en, beta_en)
         log_ratio += u_new - u_old
         gx += g * x
         gy += g * y
@@ -328,7 +328,7 @@ def accept_move(R, p, cache, i, r_new, grad_new):
     gradients, and ∇U of every electron (O(n² + N))."""
     N = R.shape[0]
     n = N // 2
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N)
     s = i // n
     sherman_morrison_row(T[s * n:(s + 1) * n], i - s * n, U, META[0])
     for j in range(n):
@@ -341,7 +341,7 @@ def accept_move(R, p, cache, i, r_new, grad_new):
         JG[i, 1] = jy
         JG[i, 2] = jz
     if EN_CUSP_CODE and p[P_EN] != 0.0:  # electron i's own e–n gradient at its new position (no other electron's)
-        _, g, _ = _en_pade(math.sqrt(x * x + y * y + z * z), p[P_Z] - p[P_ALPHA], p[P_BETA_EN])
+        _, g, _ = en_pade(math.sqrt(x * x + y * y + z * z), p[P_Z] - p[P_ALPHA], p[P_BETA_EN])
         if p[P_JASTROW] != 0.0:
             JG[i, 0] += g * x
             JG[i, 1] += g * y
@@ -362,17 +362,17 @@ def local_energy(R, p, cache):
     N = R.shape[0]
     n = N // 2
     Z, alpha, beta = p[P_Z], p[P_ALPHA], p[P_BETA]
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N)
     energy = 0.0
     en = EN_CUSP_CODE and p[P_EN] != 0.0
     c_en, beta_en = Z - alpha, p[P_BETA_EN]
     for i in range(N):
         x, y, z = R[i, 0], R[i, 1], R[i, 2]
-        _orbitals(x, y, z, alpha, n, U, DU, LAP, True)
+        orbitals_at(x, y, z, alpha, n, U, DU, LAP, True)
         energy += kinetic(T, i, DU, LAP, JG, n)
         energy -= Z / math.sqrt(x * x + y * y + z * z)
         if en:  # ∇²u of the e–n term (its gradient is in JG)
-            _, _, lap_en = _en_pade(math.sqrt(x * x + y * y + z * z), c_en, beta_en)
+            _, _, lap_en = en_pade(math.sqrt(x * x + y * y + z * z), c_en, beta_en)
             energy -= 0.5 * lap_en
     jastrow = p[P_JASTROW] != 0.0
     ee = p[P_EE] != 0.0
@@ -392,7 +392,7 @@ def local_energy(R, p, cache):
 def other_drift_change(R, p, cache, i, r_new, dt):
     """(Δt/2) Σ_{j≠i} (|∇_j ln ψ(R)|² − |∇_j ln ψ(R')|²) for the move just tested (study 002's
     all-particle Green's function, doubt D1; exact sampling never uses it). O(n² + N)."""
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, R.shape[0])
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, R.shape[0])
     return drift_change(R, T, DPHI, JG, U, CO, CN, META[0], i, r_new, dt, p[P_JASTROW] != 0.0)
 
 

@@ -328,7 +328,7 @@ def _layout(p):
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _views(cache, N, n, nbf):
+def cache_views(cache, N, n, nbf):
     T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = views(cache, N, n, 3)
     o = core_size(N, n, 3)
     OL = mat_view(cache, o, N, n)
@@ -467,7 +467,7 @@ def recompute(R, p, cache):
     """Rebuild the cache from the positions: inverse blocks, orbital rows (values, gradients and
     Laplacians; a row evaluated at exactly the electron's current position is kept), ∇U."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = cache_views(cache, N, n, C.shape[0])
     valid = FLAG[0] == ROWS_VALID
     for s in range(2):
         for k in range(n):
@@ -503,7 +503,7 @@ def recompute(R, p, cache):
 def gradient(R, p, cache, i, out):
     """∇_i ln|ψ(R)| from the cache: Σ_j ∇φ_j(r_i) T[i, j] + ∇_i U."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = cache_views(cache, N, n, C.shape[0])
     slater_gradient(T, DPHI, JG, i, out)
 
 
@@ -514,7 +514,7 @@ def test_move(R, p, cache, i, r_new, grad_new):
     With ``reject_node_crossing`` set, a move to the other sign of ψ_T returns −inf. Leaves the
     scratch that ``accept_move`` needs. O(n_basis·n + N + n_atoms)."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = cache_views(cache, N, n, C.shape[0])
     x, y, z = r_new[0], r_new[1], r_new[2]
     _orbitals(basis, C, x, y, z, U, DU, LAP, BV, BG, BL, 2)
     q = det_ratio(T[i], U)
@@ -544,7 +544,7 @@ def accept_move(R, p, cache, i, r_new, grad_new):
     """Commit the move tested last: Sherman–Morrison on electron i's block, its orbital rows (values,
     gradients, Laplacians at r_new from test_move), and ∇U of every electron (O(n² + N))."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = cache_views(cache, N, n, C.shape[0])
     s = i // n
     # Sherman–Morrison on electron i's block (slater.sherman_morrison_row written out here: the same
     # arithmetic in the same order, without a call that passes the block as a strided slice)
@@ -592,7 +592,7 @@ def local_energy(R, p, cache):
     """E_L(R) in E_h (total energy, nuclear repulsion included). Rebuilds the cache first."""
     recompute(R, p, cache)
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = cache_views(cache, N, n, C.shape[0])
     jee = p[P_JEE] != 0.0
     jen = p[P_JEN] != 0.0
     beta_en = p[P_BEN]
@@ -622,7 +622,7 @@ def other_drift_change(R, p, cache, i, r_new, dt):
     """(Δt/2) Σ_{j≠i} (|∇_j ln ψ(R)|² − |∇_j ln ψ(R')|²) for the move just tested (study 002's
     all-particle Green's function; exact sampling never uses it). O(n² + N)."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = cache_views(cache, N, n, C.shape[0])
     return drift_change(R, T, DPHI, JG, U, CO, CN, META[0], i, r_new, dt, p[P_JEE] != 0.0)
 
 
@@ -630,7 +630,7 @@ def other_drift_change(R, p, cache, i, r_new, dt):
 def _load_rows(R, p, cache, values, gradients, laplacians):
     """Store supplied orbital rows in the cache as if evaluated at the positions R (RC = R, FLAG set)."""
     N, n, atoms, C, basis = _layout(p)
-    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = _views(cache, N, n, C.shape[0])
+    T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = cache_views(cache, N, n, C.shape[0])
     for i in range(N):
         for j in range(n):
             DV[i, j] = values[i, j]

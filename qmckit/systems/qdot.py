@@ -125,7 +125,7 @@ class QuantumDotParams:
 # kernels
 # --------------------------------------------------------------------------------------------
 @nb.njit(cache=True, inline="always")
-def _hermite(k, x):
+def hermite(k, x):
     """(H_k(x), H_{k−1}(x), H_{k−2}(x)) of the physicists' Hermite polynomials (0 for negative order)."""
     h2 = 0.0
     h1 = 0.0
@@ -138,14 +138,14 @@ def _hermite(k, x):
 
 
 @nb.njit(cache=True, inline="always")
-def _factor(q, x, s, c):
+def hermite_factor(q, x, s, c):
     """(h, h', h'') of the factor H_q(s x) and its first two x-derivatives (s = √c)."""
-    a0, a1, a2 = _hermite(q, s * x)
+    a0, a1, a2 = hermite(q, s * x)
     return a0, 2.0 * q * s * a1, 4.0 * q * (q - 1) * c * a2
 
 
 @nb.njit(cache=True)
-def _orbitals(r, p, n, val, grad, lap, with_lap):
+def orbitals_at(r, p, n, val, grad, lap, with_lap):
     """Values φ_j(r), gradients ∇φ_j (n, d) and (if ``with_lap``) Laplacians of the n orbitals at ``r`` (d,).
 
     No allocation (the GPU sampler compiles this function for the device too): the d ≤ 3 factors are
@@ -158,11 +158,11 @@ def _orbitals(r, p, n, val, grad, lap, with_lap):
     z = r[2] if d == 3 else 0.0
     g = math.exp(-0.5 * c * (x * x + y * y + z * z))
     for j in range(n):
-        hx, dx, ddx = _factor(int(p[HEADER + 3 * j]), x, s, c)
-        hy, dy, ddy = _factor(int(p[HEADER + 3 * j + 1]), y, s, c)
+        hx, dx, ddx = hermite_factor(int(p[HEADER + 3 * j]), x, s, c)
+        hy, dy, ddy = hermite_factor(int(p[HEADER + 3 * j + 1]), y, s, c)
         hz, dz, ddz = 1.0, 0.0, 0.0
         if d == 3:
-            hz, dz, ddz = _factor(int(p[HEADER + 3 * j + 2]), z, s, c)
+            hz, dz, ddz = hermite_factor(int(p[HEADER + 3 * j + 2]), z, s, c)
         prod = hx * hy * hz
         val[j] = prod * g
         grad[j, 0] = (dx * hy * hz - c * x * prod) * g
@@ -178,13 +178,13 @@ def _orbitals(r, p, n, val, grad, lap, with_lap):
 
 
 @nb.njit(cache=True, inline="always")
-def _pair_a(p, i, l, n):
+def pair_a(p, i, l, n):
     """Jastrow a of the pair (i, l): parallel spins (same block) or antiparallel."""
     return p[P_APAR] if (i < n) == (l < n) else p[P_AANTI]
 
 
 @nb.njit(cache=True, inline="always")
-def _distance(R, i, l):
+def distance(R, i, l):
     r2 = 0.0
     for k in range(R.shape[1]):
         r2 += (R[i, k] - R[l, k]) ** 2
@@ -192,14 +192,11 @@ def _distance(R, i, l):
 
 
 @nb.njit(cache=True)
-def _views(cache, N, d):
+def cache_views(cache, N, d):
     n = N // 2
     if cache.shape[0] < core_size(N, n, d):  # views from strides are not bounds-checked
         raise ValueError("quantum-dot cache row too short (see cache_size_for)")
     return views(cache, N, n, d)
-
-
-cache_views = _views  # the cache row as named views, for code outside this module (the GPU sampler's host side)
 
 
 def cache_size_for(n_electrons: int, dim: int) -> int:
@@ -219,7 +216,7 @@ def log_psi(R, p):
     grad = np.empty((n, d))
     for s in range(2):
         for k in range(n):
-            _orbitals(R[s * n + k], p, n, val, grad, val, False)
+            orbitals_at(R[s * n + k], p, n, val, grad, val, False)
             for j in range(n):
                 M[j, k] = val[j]
         log_abs, sign = invert(M, out)
@@ -227,9 +224,9 @@ def log_psi(R, p):
     beta = p[P_BETA]
     for i in range(N):
         for l in range(i + 1, N):
-            a = _pair_a(p, i, l, n)
+            a = pair_a(p, i, l, n)
             if a != 0.0:
-                r = _distance(R, i, l)
+                r = distance(R, i, l)
                 total += a * r / (1.0 + beta * r)
     return total
 
@@ -239,11 +236,11 @@ def recompute(R, p, cache):
     """Rebuild the cache from the positions: inverses, orbital gradients, Jastrow gradients."""
     N, d = R.shape
     n = N // 2
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N, d)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N, d)
     for s in range(2):
         for k in range(n):
             i = s * n + k
-            _orbitals(R[i], p, n, U, DU, LAP, False)
+            orbitals_at(R[i], p, n, U, DU, LAP, False)
             for j in range(n):
                 MAT[j, k] = U[j]  # Dᵀ, so that invert gives T = (D⁻¹)ᵀ
                 for e in range(d):
@@ -255,10 +252,10 @@ def recompute(R, p, cache):
             JG[i, e] = 0.0
     for i in range(N):
         for l in range(i + 1, N):
-            a = _pair_a(p, i, l, n)
+            a = pair_a(p, i, l, n)
             if a == 0.0:
                 continue
-            r = _distance(R, i, l)
+            r = distance(R, i, l)
             b = 1.0 / (1.0 + beta * r)
             c = a * b * b / r
             for e in range(d):
@@ -272,7 +269,7 @@ def gradient(R, p, cache, i, out):
     """∇_i ln ψ(R) into ``out`` (d,), from the cache."""
     N, d = R.shape
     n = N // 2
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N, d)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N, d)
     for e in range(d):
         g = JG[i, e]
         for j in range(n):
@@ -287,8 +284,8 @@ def test_move(R, p, cache, i, r_new, grad_new):
     −inf when the determinant ratio is zero, or negative with ``reject_node_crossing`` (fixed node)."""
     N, d = R.shape
     n = N // 2
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N, d)
-    _orbitals(r_new, p, n, U, DU, LAP, False)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N, d)
+    orbitals_at(r_new, p, n, U, DU, LAP, False)
     q = det_ratio(T[i], U)
     META[0] = q
     if q == 0.0 or (p[P_REJECT] != 0.0 and q < 0.0):
@@ -305,10 +302,10 @@ def test_move(R, p, cache, i, r_new, grad_new):
         CN[l] = 0.0
         if l == i:
             continue
-        a = _pair_a(p, i, l, n)
+        a = pair_a(p, i, l, n)
         if a == 0.0:
             continue
-        ro = _distance(R, i, l)
+        ro = distance(R, i, l)
         rn2 = 0.0
         for e in range(d):
             rn2 += (r_new[e] - R[l, e]) ** 2
@@ -329,7 +326,7 @@ def accept_move(R, p, cache, i, r_new, grad_new):
     gradients, and the O(N) Jastrow-gradient updates of every other electron."""
     N, d = R.shape
     n = N // 2
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N, d)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N, d)
     s = i // n
     sherman_morrison_row(T[s * n:(s + 1) * n], i - s * n, U, META[0])
     for j in range(n):
@@ -355,11 +352,11 @@ def local_energy(R, p, cache):
     recompute(R, p, cache)
     N, d = R.shape
     n = N // 2
-    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = _views(cache, N, d)
+    T, DPHI, JG, U, DU, CO, CN, META, MAT, LAP = cache_views(cache, N, d)
     omega, beta = p[P_OMEGA], p[P_BETA]
     energy = 0.0
     for i in range(N):
-        _orbitals(R[i], p, n, U, DU, LAP, True)
+        orbitals_at(R[i], p, n, U, DU, LAP, True)
         lap_d = 0.0
         for j in range(n):
             lap_d += LAP[j] * T[i, j]
@@ -377,8 +374,8 @@ def local_energy(R, p, cache):
     interact = p[P_INTERACT] != 0.0
     for i in range(N):
         for l in range(i + 1, N):
-            r = _distance(R, i, l)
-            a = _pair_a(p, i, l, n)
+            r = distance(R, i, l)
+            a = pair_a(p, i, l, n)
             if a != 0.0:
                 b = 1.0 / (1.0 + beta * r)
                 energy -= a * (d - 1.0 - (3.0 - d) * beta * r) * b * b * b / r
@@ -398,7 +395,7 @@ def potential(R, p):
             total += 0.5 * omega * omega * R[i, e] ** 2
         if p[P_INTERACT] != 0.0:
             for l in range(i + 1, N):
-                total += 1.0 / _distance(R, i, l)
+                total += 1.0 / distance(R, i, l)
     return total
 
 
