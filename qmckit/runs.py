@@ -9,6 +9,7 @@ accumulated data, so it ends with exactly the numbers of a run that was never in
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -21,7 +22,7 @@ from .methods.run import Run
 from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
 from .observables import DensityHistogram, density_summary
 from .stats import estimate
-from .systems import make_system
+from .systems import make_system, system_class
 from .systems.protocol import Unsupported, require
 from .walkers import Walkers
 
@@ -30,6 +31,8 @@ METHODS = ("vmc", "dmc")
 DTYPES = ("float64", "float32")
 CHECKPOINT_FORMAT = "qmckit-run-checkpoint-1"
 LATTICE_CHECKPOINT_FORMAT = "qmckit-lattice-checkpoint-1"
+# the RunConfig fields a lattice system's run reads (walkers: its chains)
+LATTICE_OPTIONS = ("system", "params", "walkers", "steps", "equilibration", "block", "seed", "backend")
 
 
 @dataclass
@@ -42,6 +45,12 @@ class RunConfig:
     block        sweeps (steps) per block; a checkpoint is written after each block
     target_walkers  DMC population target (default: ``walkers``)
     dmc_equilibration  DMC steps with branching before measuring (default: one time unit, 1/dt)
+
+    A lattice system (``system="lattice"``) runs VMC chains: ``walkers`` is the number of chains, and
+    ``params``, ``steps``, ``equilibration``, ``block``, ``seed`` and ``backend`` mean what they mean for
+    walkers; the options of continuum walkers (dt, sampler, DMC, density, …) are refused. :meth:`lattice_config`
+    gives the :class:`~qmckit.methods.lattice_vmc.LatticeRunConfig` that :func:`make_run` runs (which also sets
+    the lattice's own ``moves_per_sweep`` and ``refresh_every``).
     """
 
     system: str = "bec"
@@ -118,10 +127,10 @@ class RunConfig:
                                  f"integer, got {value!r}")
         # validate the physics parameters now, so bad input fails before any work
         system = make_system(self.system, **self.params)
-        if system.kind != "continuum":
-            raise Unsupported(f"system {self.system!r} is a {system.kind} system: RunConfig runs continuum walkers "
-                              f"(lattice chains: qmckit.methods.lattice_vmc.LatticeRun)")
         self.params = system.params.as_dict()
+        if system.kind == "lattice":
+            self._check_lattice_options()
+            return
         if self.sampler not in samplers_of(system):
             raise ValueError(f"sampler must be one of {', '.join(samplers_of(system))} for system {self.system!r}, "
                              f"got {self.sampler!r}")
@@ -138,6 +147,27 @@ class RunConfig:
                 raise ValueError(f"density_every must be a positive integer, got {self.density_every!r}")
             self.make_density(system)  # validates kind, bins and range
 
+    def _check_lattice_options(self) -> None:
+        """Refuse, by name, every option of continuum walkers set to other than its default (a lattice runs VMC
+        chains, which have none of them)."""
+        if self.method != "vmc":
+            raise Unsupported(f"method {self.method!r}: system {self.system!r} runs VMC chains on a lattice (vmc only)")
+        derived = {"target_walkers": self.walkers, "dmc_equilibration": 0}
+        for f in dataclasses.fields(self):
+            if f.name in LATTICE_OPTIONS or f.name == "method":
+                continue
+            default = derived.get(f.name, f.default)
+            if getattr(self, f.name) != default:
+                raise Unsupported(f"{f.name}={getattr(self, f.name)!r}: an option of continuum walkers; system "
+                                  f"{self.system!r} runs VMC chains on a lattice (options: {', '.join(LATTICE_OPTIONS)})")
+
+    def lattice_config(self):
+        """The :class:`~qmckit.methods.lattice_vmc.LatticeRunConfig` of a lattice system's run (``walkers`` chains)."""
+        from .methods.lattice_vmc import LatticeRunConfig
+
+        return LatticeRunConfig(params=dict(self.params), chains=self.walkers, steps=self.steps,
+                                equilibration=self.equilibration, block=self.block, seed=self.seed, backend=self.backend)
+
     def make_density(self, system) -> DensityHistogram | None:
         if self.density is None:
             return None
@@ -152,6 +182,8 @@ class RunConfig:
         """"cpu" or "cuda": what ``backend`` means on this machine for this run."""
         if self.backend != "auto":
             return self.backend
+        if system_class(self.system).kind == "lattice":
+            return self.lattice_config().resolved_backend()
         if variant_flags(**self.variant_options()) or self.density is not None:
             return "cpu"
         return "cuda" if cuda_available(make_system(self.system, **self.params), self.sampler) else "cpu"
@@ -449,14 +481,17 @@ RUNS = {"vmc": VMCRun, "dmc": DMCRun}
 
 def make_run(config, checkpoint_path=None) -> Run:
     """The run of ``config``: a :class:`RunConfig` gives the :class:`VMCRun` or :class:`DMCRun` of its method,
-    a :class:`~qmckit.methods.lattice_vmc.LatticeRunConfig` a lattice run."""
-    if not isinstance(config, RunConfig):
-        from .methods.lattice_vmc import LatticeRun, LatticeRunConfig
+    or for a lattice system the lattice run of :meth:`RunConfig.lattice_config`; a
+    :class:`~qmckit.methods.lattice_vmc.LatticeRunConfig` gives a lattice run."""
+    if isinstance(config, RunConfig):
+        if system_class(config.system).kind != "lattice":
+            return RUNS[config.method](config, checkpoint_path=checkpoint_path)
+        config = config.lattice_config()
+    from .methods.lattice_vmc import LatticeRun, LatticeRunConfig
 
-        if isinstance(config, LatticeRunConfig):
-            return LatticeRun(config, checkpoint_path=checkpoint_path)
-        raise TypeError(f"make_run needs a RunConfig or LatticeRunConfig, got {type(config).__name__}")
-    return RUNS[config.method](config, checkpoint_path=checkpoint_path)
+    if isinstance(config, LatticeRunConfig):
+        return LatticeRun(config, checkpoint_path=checkpoint_path)
+    raise TypeError(f"make_run needs a RunConfig or LatticeRunConfig, got {type(config).__name__}")
 
 
 def resume_run(path) -> Run:

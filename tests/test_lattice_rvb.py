@@ -187,6 +187,25 @@ def test_resumed_run_matches_uninterrupted(tmp_path):
     assert resumed["acceptance"] == whole["acceptance"] and resumed["swaps"] == whole["swaps"]
 
 
+def test_run_config_runs_lattice_chains_and_refuses_walker_options():
+    """RunConfig serves a lattice system too (walkers = chains): the same numbers as its LatticeRunConfig, and
+    every option of continuum walkers refused by name."""
+    from qmckit import Unsupported
+    from qmckit.runs import RunConfig, make_run
+
+    params = dict(L=3, doping=0.2, J=0.3)
+    config = RunConfig(system="lattice", params=params, walkers=3, steps=12, equilibration=4, block=4, seed=2,
+                       backend="cpu")
+    lattice = LatticeRunConfig(params=params, chains=3, steps=12, equilibration=4, block=4, seed=2, backend="cpu")
+    assert config.lattice_config() == lattice
+    result = make_run(config).run()
+    assert result == {**LatticeRun(lattice).run(), "wall_s": result["wall_s"]}
+    for option, value in (("method", "dmc"), ("dt", 0.1), ("sampler", "brute"), ("density", "x"),
+                          ("green", "all"), ("target_walkers", 7)):
+        with pytest.raises(Unsupported, match=f"^{option}"):
+            RunConfig(system="lattice", params=params, **{option: value})
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "qmckit", "run", "lattice", *args], capture_output=True, text=True)
 
