@@ -320,12 +320,14 @@ GPU_RUNS = ("gpu", "gpu_batch1", "gpu_sequential", "gpu_tracked", "gpu_tracked_r
 def gpu_variants(cfg):
     """(results key, algorithm, refresh_every, batch, CudaChains options) of the gpu stage's runs: the thesis
     algorithm with the defaults ("gpu": batches of 8, rank-2 swap updates), one proposal at a time
-    ("gpu_batch1") and the CPU's two-step swap updates ("gpu_sequential"), the tracked one."""
+    ("gpu_batch1"), the CPU's two-step swap updates ("gpu_sequential"), the defaults with thread 0's clock counts
+    compiled in ("gpu_cycles": what the phases stage times), the tracked one."""
     out = []
     if "thesis" in cfg["algorithms"]:
         out.append(("gpu", "thesis", cfg["refresh"], None, {}))
         out.append(("gpu_batch1", "thesis", cfg["refresh"], 1, {}))
         out.append(("gpu_sequential", "thesis", cfg["refresh"], None, {"swap_update": "sequential"}))
+        out.append(("gpu_cycles", "thesis", cfg["refresh"], None, {"cycle_counts": True}))
     if "tracked" in cfg["algorithms"]:
         out.append(("gpu_tracked", "tracked", cfg["refresh"], None, {}))
         if cfg["refresh"] != 10:
@@ -455,8 +457,8 @@ def stage_norefresh(cfg, results):
 
 
 def stage_phases(cfg, results):
-    """Where a chain's time goes: thread 0's clock cycles by phase (lattice_cuda.CYCLE_PHASES), per
-    sweep, for batch 8 and 1, at ``--scan-scale`` × the sweeps (equilibration and accumulation each);
+    """Where a chain's time goes: thread 0's clock cycles by phase (lattice_cuda.CYCLE_PHASES; the kernels built
+    with ``cycle_counts``, not the production one), per sweep, for batch 8 and 1, at ``--scan-scale`` × the sweeps (equilibration and accumulation each);
     then batch 8 with the CPU's two-step swap updates (``swap_update="sequential"``), and batch 8 with the
     kernel that also counts the draws' parse and derive parts (``cycle_details``, lattice_cuda.CYCLE_DETAILS)."""
     out = {}
@@ -464,8 +466,8 @@ def stage_phases(cfg, results):
         for batch, details, swap_update in ((8, False, None), (1, False, None), (8, False, "sequential"),
                                             (8, True, None)):
             n = max(1, round(cfg["n_eq"] * cfg["scan_scale"]))
-            run = gpu_run(L, cfg["chains"], n, n, cfg["refresh"], batch=batch, cycle_details=details,
-                          swap_update=swap_update)
+            run = gpu_run(L, cfg["chains"], n, n, cfg["refresh"], batch=batch, cycle_counts=True,
+                          cycle_details=details, swap_update=swap_update)
             gpu = run["chains"]
             counted = {k: float(v.mean()) / (2 * n) for k, v in gpu.cycle_counts(details=True).items()}
             cycles = {k: counted[k] for k in lc.CYCLE_PHASES}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -45,7 +46,9 @@ CASES = {
     "rank2_unrolled": (dict(L=5, doping=0.1), 2, [(1, False), (2, True)], 0, 1, 4, {"swap_update": "rank2"}),  # no rebuild
     # rank-2 swaps one proposal at a time (the one-at-a-time path's numbers)
     "rank2_single": (dict(L=3, doping=0.2), 3, [(2, False), (3, True)], 0, 4, 8, {"swap_update": "rank2", "batch": 1}),
-    # the kernel that also counts the draws' parts (its clock reads are no-ops here, its layout is not)
+    # the kernels that count clock cycles by phase, and also the draws' parts (the clock reads are no-ops here, the
+    # details kernel's layout is not)
+    "cycles": (dict(L=3, doping=0.2), 2, [(1, False), (2, True)], 1, 4, 8, {"cycle_counts": True}),
     "details": (dict(L=3, doping=0.2), 2, [(1, False), (2, True)], 1, 4, 8, {"cycle_details": True}),
 }
 
@@ -208,8 +211,11 @@ def test_bad_options_raise_clear_errors():
         lc.CudaChains(system, state, states, swap_update="woodbury")
     with pytest.raises(ValueError, match="swap_update='rank2' is a form of the thesis kernel"):
         lc.CudaChains(system, state, states, algorithm="tracked", swap_update="rank2")
-    with pytest.raises(ValueError, match="cycle_details=True needs the thesis kernel"):
-        lc.CudaChains(system, state, states, algorithm="tracked", cycle_details=True)
+    for option in ("cycle_counts", "cycle_details"):
+        with pytest.raises(ValueError, match="need the thesis kernel"):
+            lc.CudaChains(system, state, states, algorithm="tracked", **{option: True})
+    with pytest.raises(ValueError, match="count no clock cycles"):  # the production kernel reads no clock
+        lc.CudaChains.cycle_counts(types.SimpleNamespace(cycle_counts=False))
     # the timed kernels keep their shared-memory layout (L = 15 at 224 threads: the lattice_chains_h100v7 record's
     # 133656 B); the details one has two more cycle counts
     assert lc.shared_bytes(103, 226, 224) == 133656

@@ -87,10 +87,10 @@ GPU design (study 000 §4, on today's hardware)
   32 chains — each launch ends when its slowest chain does, so longer chunks waste less; the refresh schedule
   counts the call's sweeps, not the launch's). 32 chains leave 100 of an H100's 132 SMs to the
   measurements; ``measure_on="chain"`` measures in the chain's own block, as the thesis does;
-* thread 0 counts its clock cycles by phase (:data:`CYCLE_PHASES`: draws, batch sums, decisions,
+* on request (``CudaChains(cycle_counts=True)``, a kernel of its own: the production kernel reads no
+  clock) thread 0 counts its clock cycles by phase (:data:`CYCLE_PHASES`: draws, batch sums, decisions,
   updates, rebuilds, measurements; :meth:`CudaChains.cycle_counts`), barrier waits included — where
-  a chain's time goes, measured in every launch at the cost of a few instructions per batch — and,
-  in a kernel of its own (``cycle_details``), the draws' parse and derive parts (:data:`CYCLE_DETAILS`);
+  a chain's time goes — and with ``cycle_details`` the draws' parse and derive parts (:data:`CYCLE_DETAILS`);
 * every exchange of data between threads crosses a ``syncthreads`` barrier or is a ``*_sync`` warp
   shuffle with the full mask at a point all 32 lanes reach (no warp-synchronous code: correct on
   Volta and later). The CUDA simulator has no shuffles: there the block and group sums are
@@ -300,13 +300,15 @@ MEASURE_PLACES = ("grid", "chain")
 ALGORITHMS = ("thesis", "tracked")
 SWAP_UPDATES = ("sequential", "rank2")  # an accepted swap: two Sherman–Morrison steps, or one rank-2 pass
 KERNEL_NAMES = {"thesis": "run_chains", "tracked": "run_chains_tracked"}
-# the thesis kernel's variants, named run_chains[_grid][_rank2][_details]: flag → (closure constant, value)
+# the thesis kernel's variants, named run_chains[_grid][_rank2][_cycles][_details]: flag → (closure constant, value);
+# the clock reads of _cycles and _details are compiled only into those variants (CudaChains(cycle_counts=True))
 VARIANT_FLAGS = {
     "grid": ("MEASURE_IN_BLOCK", False),  # measure_on="grid": no in-block measurement (232 B of spills against
     # 296 at the 232-register cap, ptxas for sm_90)
     "rank2": ("RANK2_SWAPS", True),  # swap_update="rank2": an accepted swap in one pass (swap_rank2), no in-swap
     # rebuild (0 B of spills at the 232 cap)
-    "details": ("DRAW_DETAILS", True),  # cycle_details=True: thread 0 also counts the draws' parts (CYCLE_DETAILS)
+    "cycles": ("COUNT_CYCLES", True),  # cycle_counts=True: thread 0 counts its clock cycles by phase (CYCLE_PHASES)
+    "details": ("DRAW_DETAILS", True),  # cycle_details=True: also the draws' parts (CYCLE_DETAILS)
 }
 
 
@@ -383,9 +385,9 @@ class CudaChains:
     proposal's numbers ("rank2", the thesis kernel's default: the same algebra as the CPU's, another
     rounding; a singular swap by the order-free form where the CPU rebuilds; 8 % faster at L = 15 on an
     H100, lattice_chains_h100v12) or by two Sherman–Morrison steps as the CPU ("sequential", the tracked
-    kernel's only form). ``cycle_details``: thread 0 also counts the parts of the draws
-    (:data:`CYCLE_DETAILS`; a kernel of its own, so that the timed kernel is not changed by the extra
-    clock reads).
+    kernel's only form). ``cycle_counts``: thread 0 counts its clock cycles by phase (:data:`CYCLE_PHASES`,
+    :meth:`cycle_counts`), in a kernel of its own (``*_cycles``): the production kernel has no clock reads.
+    ``cycle_details`` (implies ``cycle_counts``): also the parts of the draws (:data:`CYCLE_DETAILS`).
     """
 
     backend = "cuda"
@@ -393,7 +395,8 @@ class CudaChains:
     def __init__(self, system, state: dict, states: np.ndarray, moves_per_sweep: int | None = None,
                  refresh_every: int = REFRESH_EVERY, threads_per_column: int | None = None, bfactor: int | None = None,
                  max_registers: int | None = None, algorithm: str = "thesis", batch: int | None = None,
-                 measure_on: str = "grid", swap_update: str | None = None, cycle_details: bool = False):
+                 measure_on: str = "grid", swap_update: str | None = None, cycle_counts: bool = False,
+                 cycle_details: bool = False):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
         self.algorithm = algorithm
@@ -411,10 +414,11 @@ class CudaChains:
         if swap_update == "rank2":
             self._kernel_name += "_rank2"
         self.cycle_details = bool(cycle_details)
-        if self.cycle_details:
+        self.cycle_counts = bool(cycle_counts) or self.cycle_details
+        if self.cycle_counts:
             if algorithm != "thesis":
-                raise ValueError("cycle_details=True needs the thesis kernel")
-            self._kernel_name += "_details"
+                raise ValueError("cycle_counts=True and cycle_details=True need the thesis kernel")
+            self._kernel_name += "_details" if self.cycle_details else "_cycles"
         if batch is None:
             batch = default_batch(system.size)
         if isinstance(batch, bool) or batch not in (1, BATCH):
@@ -517,7 +521,7 @@ class CudaChains:
         """Launch configuration: threads per block, dynamic shared bytes, registers per thread (GPU only)."""
         info = {"algorithm": self.algorithm, "batch": self.batch, "parse_group": PARSE_GROUP,
                 "swap_update": self.swap_update,
-                "cycle_details": self.cycle_details, "threads": self.threads,
+                "cycle_counts": self.cycle_counts, "cycle_details": self.cycle_details, "threads": self.threads,
                 "shared_bytes": self.shared_bytes,
                 "threads_per_column": self.threads_per_column, "bfactor": self.bfactor,
                 "max_registers": self.max_registers, "registers": None}
@@ -618,7 +622,9 @@ class CudaChains:
         included) summed over the launches so far (or since the last ``reset``): {phase: (W,) array};
         the phases add up to the chain's time. With ``details`` also the parts of "draws" that
         :data:`CYCLE_DETAILS` names (batches of parsed draws; zeros unless built with ``cycle_details``).
-        The thesis kernel only (zeros for the tracked one and in the simulator)."""
+        Only for chains built with ``cycle_counts=True`` (the thesis kernel; zeros in the simulator)."""
+        if not self.cycle_counts:
+            raise ValueError("cycle_counts: these chains count no clock cycles; build CudaChains(cycle_counts=True)")
         host = self._cycles.copy_to_host()
         if reset:
             self._cycles = _cuda().to_device(np.zeros_like(host))

@@ -39,6 +39,7 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
     MEASURE_IN_BLOCK = True  # *_grid: False
     RANK2_SWAPS = False  # *_rank2: True
     DRAW_DETAILS = False  # *_details: True
+    COUNT_CYCLES = False  # *_cycles: True (thread 0 counts its clock cycles by phase; *_details implies it)
 
     def run_chains_gpu(pair, pairT, neighbours, hopping, bonds, J, projected, n_pairs, up_site_g, dn_site_g, up_at_g,
                        dn_at_g, ainv_g, states, n_sweeps, moves_per_sweep, measure, refresh_every, energies, counts,
@@ -84,6 +85,7 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
         LD = m4 + ((4 - m4) & 15)
         NZ = 1 if SIM else T >> 5
         nt = CYCLE_SLOTS if DRAW_DETAILS else NT  # (the timed kernels keep the layout they were timed with)
+        timed = COUNT_CYCLES or DRAW_DETAILS  # closure constants: without them no clock read is compiled in
         cyc = dsh[nc0 + NC:nc0 + NC + nt]  # thread 0's clock cycles by phase (CYCLE_PHASES, CYCLE_DETAILS)
         ob_p = nc0 + NC + nt
         ob_w = ob_p + NB * LD
@@ -148,8 +150,9 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
         if t == 0:
             for q in range(NC):
                 cnt[q] = 0.0
-            for q in range(nt):
-                cyc[q] = 0.0
+            if timed:
+                for q in range(nt):
+                    cyc[q] = 0.0
         i = t
         while i < NB * LD:  # the staged vectors' padding stays zero
             Pm[i] = 0.0
@@ -171,7 +174,7 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
                 qv_o = MM + 3 * M  # the column sums (offsets, not views: views hold registers across the updates)
                 vec_o = MM
                 have_f = False  # column sums f = pv·A⁻¹ already at vec_o (with cpy = column k)
-                if t == 0:
+                if timed and t == 0:
                     c0 = clock64()
                 if batch > 1:
                     # Up to 8 proposals, drawn in every thread as the CPU draws them one after another: until
@@ -260,13 +263,13 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
                             gather8(pairT, up_site[j - M], y0, y1, y2, y3, y4, y5, y6, y7, Wm, LD, j - M)
                         j += T
                     cuda.syncthreads()
-                    if t == 0:
+                    if timed and t == 0:
                         c1 = clock64()
                         cyc[0] += float(c1 - c0)
                         c0 = c1
                     batch_sums(A, M, Pm, Wm, Fb, LD, bints[bi0:bi0 + NB * BI], bdbs[bd0:bd0 + NB * BD],
                                zps[z0:z0 + NB * NZ])
-                    if t == 0:
+                    if timed and t == 0:
                         c1 = clock64()
                         cyc[1] += float(c1 - c0)
                         c0 = c1
@@ -297,7 +300,7 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
                             cnt[0] += float(seen - n_swaps)
                         if chosen >= 0:
                             ratio = cuda.shfl_sync(FULL, r_l, chosen)
-                    if t == 0:
+                    if timed and t == 0:
                         c1 = clock64()
                         cyc[2] += float(c1 - c0)
                         c0 = c1
@@ -408,9 +411,10 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
                     off = 288 - off
                     if t == 0:
                         cnt[2 if is_swap else 0] += 1.0
-                        c1 = clock64()
-                        cyc[0] += float(c1 - c0)
-                        c0 = c1
+                        if timed:
+                            c1 = clock64()
+                            cyc[0] += float(c1 - c0)
+                            c0 = c1
                     if not uniform(st, 0) < ratio * ratio:
                         continue
                 # accepted: thread 0 moves the configuration where no thread reads it meanwhile
@@ -466,15 +470,15 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
                         dn_site[label] = target
                         cnt[1] += 1.0
                     apply_down(A, M, label, ratio, vec, cpy, trow, rsub, rper, BF)
-                if t == 0:
+                if timed and t == 0:
                     cyc[3] += float(clock64() - c0)
-            if t == 0:
+            if timed and t == 0:
                 c0 = clock64()
             done_sweeps = sweep0 + sweep + 1  # of the whole call (a call may come in several launches)
             if refresh_every > 0 and (done_sweeps % refresh_every == 0 or done_sweeps == total_sweeps):
                 d = refine(A, M, pair, up_site, dn_site, old, tmp, Pm, LD, vec, cpy, tile, perm, sigma, red, redi)
                 dmax = max(dmax, d)
-                if t == 0:
+                if timed and t == 0:
                     c1 = clock64()
                     cyc[4] += float(c1 - c0)
                     c0 = c1
@@ -496,7 +500,7 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
                     row[MM + 2 * M + i] = up_at[i]
                     row[MM + 2 * M + NS + i] = dn_at[i]
                     i += T
-                if t == 0:
+                if timed and t == 0:
                     cyc[5] += float(clock64() - c0)
             elif measure and MEASURE_IN_BLOCK:
                 kinetic, exchange, double = block_energy(A, M, NS, pair, pairT, neighbours, hopping, bonds, J,
@@ -506,7 +510,8 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
                     energies[w, sweep, 0] = kinetic
                     energies[w, sweep, 1] = exchange
                     energies[w, sweep, 2] = double
-                    cyc[5] += float(clock64() - c0)
+                    if timed:
+                        cyc[5] += float(clock64() - c0)
         cuda.syncthreads()
         i = t >> 5
         while i < M:
@@ -531,8 +536,9 @@ def chain_kernels(ns: dict, max_registers: int) -> dict:
             for q in range(NC):
                 counts[w, q] += int(cnt[q])
             drift[w] = max(drift[w], dmax)
-            for q in range(nt):
-                cycles[w, q] += cyc[q]
+            if timed:
+                for q in range(nt):
+                    cycles[w, q] += cyc[q]
 
     # --- the tracked algorithm ("tracked": F and G in global scratch, kept up to date) -----------
     @dev
