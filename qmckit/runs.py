@@ -251,7 +251,7 @@ class _Run(Run):
 
     # --- results ------------------------------------------------------------------------------
     def result(self) -> dict:
-        """The JSON-ready summary of the run (the CLI contract of DESIGN.md)."""
+        """The JSON-ready summary of the run (the CLI/JSON contract, docs/architecture.md)."""
         cfg = self.config
         out = {
             "system": cfg.system,

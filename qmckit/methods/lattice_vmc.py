@@ -141,7 +141,7 @@ class LatticeRun(Run):
         return float(np.dot(acc, sizes) / sizes.sum()) if sizes.size else float("nan")
 
     def result(self) -> dict:
-        """The JSON-ready summary (the CLI contract of DESIGN.md)."""
+        """The JSON-ready summary (the CLI/JSON contract, docs/architecture.md)."""
         cfg, counts = self.config, self.chains.counts.sum(axis=0)
         s = self.system
         return {
