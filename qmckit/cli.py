@@ -296,11 +296,18 @@ def _run(args) -> int:
     result = run.run(_progress_printer(show_progress))
     if show_progress:
         print(file=sys.stderr)
+    _print_warnings(result)
     if args.json:
         print(json.dumps(result))
     else:
         print(format_result(result))
     return 0
+
+
+def _print_warnings(result: dict) -> None:
+    """The run's warnings (result["warnings"]), one line each on stderr, in JSON mode too."""
+    for line in result.get("warnings", ()):
+        print(f"qmckit: warning: {line}", file=sys.stderr)
 
 
 def _progress_printer(enabled: bool):
@@ -335,6 +342,7 @@ def _run_lattice(args, system_class) -> int:
     result = run.run(_progress_printer(show))
     if show:
         print(file=sys.stderr)
+    _print_warnings(result)
     print(json.dumps(result) if args.json else format_result(result | {"sampler": "hop/swap"}))
     return 0
 

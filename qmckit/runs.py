@@ -31,6 +31,7 @@ METHODS = ("vmc", "dmc")
 DTYPES = ("float64", "float32")
 CHECKPOINT_FORMAT = "qmckit-run-checkpoint-1"
 LATTICE_CHECKPOINT_FORMAT = "qmckit-lattice-checkpoint-1"
+COLLAPSE_FRACTION = 0.2  # a DMC population below this fraction of its target is reported as collapsed
 # the RunConfig fields a lattice system's run reads (walkers: its chains)
 LATTICE_OPTIONS = ("system", "params", "walkers", "steps", "equilibration", "block", "seed", "backend")
 
@@ -253,6 +254,7 @@ class _Run(Run):
     def result(self) -> dict:
         """The JSON-ready summary of the run (the CLI/JSON contract, docs/architecture.md)."""
         cfg = self.config
+        estimates, run_warnings = self.estimates_and_warnings()
         out = {
             "system": cfg.system,
             "method": cfg.method,
@@ -266,9 +268,10 @@ class _Run(Run):
             "steps": int(cfg.steps),
             "equilibration": int(cfg.equilibration),
             "energy_unit": self.system.energy_unit,
-            "estimates": {name: est.to_dict() for name, est in self.estimates().items()},
+            "estimates": {name: est.to_dict() for name, est in estimates.items()},
             "acceptance": float(self.acceptance),
             "wall_s": self.wall_s,
+            "warnings": run_warnings,
         }
         if variant_flags(**cfg.variant_options()):
             out["seed_variants"] = cfg.variant_options()
@@ -440,6 +443,22 @@ class DMCRun(_Run):
     def acceptance(self) -> float:
         acc = self.series_of("acceptance")
         return float(acc.mean()) if acc.size else float("nan")
+
+    def _health(self) -> list[str]:
+        lines = []
+        removed = int(self.series_of("removed").sum())
+        if removed:
+            lines.append(f"{removed} walkers became non-finite and were removed (dt too large, or a fault in ψ_T)")
+        hits = int(self.dmc.cap_warnings if self.dmc else 0)
+        if hits:
+            lines.append(f"the population exceeded max_walkers at {hits} steps and was thinned (check dt, the trial "
+                         f"function or the energy cap)")
+        population = self.series_of("population")
+        target = int(self.config.target_walkers)
+        if population.size and population.min() < COLLAPSE_FRACTION * target:
+            lines.append(f"the population fell to {int(population.min())} walkers (target {target}): the estimates "
+                         f"carry a large population-control bias")
+        return lines
 
     def _extra_result(self) -> dict:
         removed = int(self.series_of("removed").sum())

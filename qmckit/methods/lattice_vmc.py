@@ -144,19 +144,20 @@ class LatticeRun(Run):
         """The JSON-ready summary (the CLI/JSON contract, docs/architecture.md)."""
         cfg, counts = self.config, self.chains.counts.sum(axis=0)
         s = self.system
+        estimates, run_warnings = self.estimates_and_warnings()
         return {
             "system": "lattice", "method": "vmc", "params": dict(cfg.params), "seed": int(cfg.seed),
             "backend": self.backend, "walkers": int(cfg.chains), "steps": int(cfg.steps),
             "equilibration": int(cfg.equilibration), "moves_per_sweep": int(cfg.moves_per_sweep),
             "n_sites": s.n_sites, "n_electrons": s.n_electrons, "n_pairs": s.n_pairs, "gamma_ghost": bool(s.ghost),
             "energy_unit": s.energy_unit,
-            "estimates": {name: est.to_dict() for name, est in self.estimates().items()},
+            "estimates": {name: est.to_dict() for name, est in estimates.items()},
             "acceptance": self.acceptance,
             "hops": {"proposed": int(counts[chains_mod.HOPS_PROPOSED]), "accepted": int(counts[chains_mod.HOPS_ACCEPTED])},
             "swaps": {"proposed": int(counts[chains_mod.SWAPS_PROPOSED]),
                       "accepted": int(counts[chains_mod.SWAPS_ACCEPTED])},
             "inverse_drift": float(self.chains.drift.max()), "inverse_rebuilds": int(counts[chains_mod.REBUILDS]),
-            "wall_s": self.wall_s,
+            "wall_s": self.wall_s, "warnings": run_warnings,
         }
 
     # --- checkpoints --------------------------------------------------------------------------

@@ -17,15 +17,44 @@ A subclass sets ``CHECKPOINT_FORMAT`` and ``series_names`` and implements
     _checkpoint_attrs() -> dict scalar state for the checkpoint's attributes
     _save_state(f)              arrays (walkers, chains, …) into the open HDF5 file ``f``
     estimates(), result(), acceptance
+    _health() -> list[str]      (optional) one line for each problem of the run a user must know of
+
+A result carries ``warnings``: those lines, acceptance below :data:`MIN_ACCEPTANCE`, and one line for all
+error bars that rest on too short a series, naming the ``steps`` that would do (:meth:`Run.warnings`).
 """
 from __future__ import annotations
 
+import math
 import time
+import warnings
 from dataclasses import asdict
 
 import numpy as np
 
 from .. import checkpoint as ckpt
+from ..stats.blocking import MIN_BLOCKS, ShortSeriesWarning
+
+MIN_ACCEPTANCE = 1e-3  # below it the walkers hardly move: a run says so in its warnings
+TAU_MARGIN = 2.0  # a short series underestimates its correlation time: suggest steps for this many times it
+
+
+def _round_up(x: float) -> int:
+    """x rounded up to 1, 2 or 5 × a power of ten (a number of steps to suggest)."""
+    if x <= 1:
+        return 1
+    power = 10 ** math.floor(math.log10(x))
+    return int(next(m * power for m in (1, 2, 5, 10) if m * power >= x))
+
+
+def reliable_length(n: int, tau: float) -> int:
+    """The shortest series, at least ``n`` long, whose optimal blocking level (B³ > 2 n (2τ)², B a power of 2;
+    :func:`qmckit.stats.optimal_block`) keeps :data:`MIN_BLOCKS` blocks, for correlation time ``tau``."""
+    n = max(int(n), 2)
+    while True:
+        B = 2 ** math.ceil(math.log2(max(1.0, (8.0 * n * max(tau, 0.5) ** 2) ** (1.0 / 3.0))))
+        if n // B >= MIN_BLOCKS:
+            return n
+        n = math.ceil(n * 1.25)
 
 
 class Run:
@@ -78,6 +107,40 @@ class Run:
             if progress is not None:
                 progress(done, total)
         return self.result()
+
+    def estimates_and_warnings(self) -> tuple[dict, list[str]]:
+        """(:meth:`estimates`, warnings): one line for each problem a user must know of (see the module
+        docstring). The estimates' short-series warnings are gathered into one line instead of one per
+        series; any other warning passes on."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            estimates = self.estimates()
+        short = []
+        for w in caught:
+            if isinstance(w.message, ShortSeriesWarning):
+                short.append(w.message)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        lines = []
+        if short:
+            steps, n = int(self.config.steps), max(w.n for w in short)
+            tau = TAU_MARGIN * max(est.tau for est in estimates.values())
+            suggested = _round_up(reliable_length(n, tau) * steps / n)
+            lines.append(f"{len(short)} error bar{'s' if len(short) > 1 else ''} rest on too short a series "
+                         f"({steps} measured steps, fewer than {MIN_BLOCKS} independent blocks): run about "
+                         f"steps = {suggested} (--steps) for reliable ones")
+        acceptance = self.acceptance
+        if acceptance < MIN_ACCEPTANCE:
+            lines.append(f"acceptance {acceptance:.1e} is below {MIN_ACCEPTANCE:g}: the walkers hardly move, so the "
+                         f"estimates mean little (lower dt or the step)")
+        return estimates, lines + self._health()
+
+    def warnings(self) -> list[str]:
+        """The run's warnings (see :meth:`estimates_and_warnings`)."""
+        return self.estimates_and_warnings()[1]
+
+    def _health(self) -> list[str]:
+        return []
 
     def series_of(self, name: str) -> np.ndarray:
         parts = self.series[name]

@@ -10,7 +10,7 @@ autocorrelation time with Sokal's window.
 """
 
 from .autocorr import autocorrelation, integrated_autocorr_time
-from .blocking import ReblockTable, estimate, jonsson_block, optimal_block, reblock
+from .blocking import ReblockTable, ShortSeriesWarning, estimate, jonsson_block, optimal_block, reblock
 from .estimate import Estimate, format_value_error
 from .extrapolate import Extrapolation, best_extrapolation, extrapolate, plot_extrapolation
 from .finite_size import canonical_shift, density_curvature, structure_factor_at_zero
@@ -24,6 +24,7 @@ __all__ = [
     "extrapolate",
     "plot_extrapolation",
     "ReblockTable",
+    "ShortSeriesWarning",
     "autocorrelation",
     "estimate",
     "format_value_error",

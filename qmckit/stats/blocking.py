@@ -27,6 +27,17 @@ from .estimate import Estimate
 MIN_BLOCKS = 16
 
 
+class ShortSeriesWarning(RuntimeWarning):
+    """A series too short for a reliable error bar. ``n``: its length; ``blocks``: the blocks left at the
+    optimal blocking level, or None when no level meets the criterion (a run summarises these into one line:
+    :func:`qmckit.methods.run.Run.warnings`)."""
+
+    def __init__(self, message: str, n: int, blocks: int | None):
+        super().__init__(message)
+        self.n = int(n)
+        self.blocks = blocks
+
+
 @dataclass
 class ReblockTable:
     """Flyvbjerg-Petersen blocking table, one entry per blocking level.
@@ -77,19 +88,18 @@ def _table_estimate(table: ReblockTable, stacklevel: int) -> Estimate:
     if level is None:
         ok = np.flatnonzero(table.n_blocks >= MIN_BLOCKS)
         level = int(ok[-1]) if ok.size else 0
-        warnings.warn(
+        warnings.warn(ShortSeriesWarning(
             f"reblock: no blocking level satisfies the optimal-block "
             f"criterion; the series (n={table.n}) is too short for a "
             f"reliable error estimate. Using block size "
             f"{int(table.block_size[level])} ({int(table.n_blocks[level])} "
-            f"blocks); the error is probably underestimated.",
-            RuntimeWarning, stacklevel=stacklevel)
+            f"blocks); the error is probably underestimated.", table.n, None), stacklevel=stacklevel)
     elif table.n_blocks[level] < MIN_BLOCKS:
-        warnings.warn(
+        warnings.warn(ShortSeriesWarning(
             f"reblock: the optimal block size leaves only "
             f"{int(table.n_blocks[level])} blocks; the series (n={table.n}) "
-            f"is too short for a reliable error estimate.",
-            RuntimeWarning, stacklevel=stacklevel)
+            f"is too short for a reliable error estimate.", table.n, int(table.n_blocks[level])),
+            stacklevel=stacklevel)
     err, err0 = float(table.error[level]), float(table.error[0])
     # err0 == 0 only for constant data: no fluctuation, no correlation.
     tau = 0.5 * (err / err0) ** 2 if err0 > 0 else 0.5
