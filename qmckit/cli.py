@@ -198,6 +198,8 @@ def _add_method_options(p, system_class):
     p.add_argument("--energy-cap", dest="energy_cap", type=_energy_cap, default=None,
                    help="DMC branching cut of E_L − E_T: c (default 8) cuts at max(0.2√(N/Δτ), c σ₀); "
                         "zen: 0.2√(N/Δτ) alone; off: none")
+    p.add_argument("--feedback-time", dest="feedback_time", type=_finite_float, default=None,
+                   help="DMC population feedback time τ_fb, in the system's time unit, > 0 (default 0.1)")
     p.add_argument("--target-walkers", dest="target_walkers", type=_positive_int, default=None,
                    help="DMC population target (default: --walkers)")
     p.add_argument("--dmc-equil", dest="dmc_equilibration", type=int, default=None,
@@ -215,7 +217,7 @@ def _add_method_options(p, system_class):
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
-_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap", "walkers", "steps", "equilibration", "block", "seed",
+_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap", "feedback_time", "walkers", "steps", "equilibration", "block", "seed",
              "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 
@@ -228,7 +230,8 @@ def _flag_for(message: str, system_class=None) -> str:
     """Turn 'alpha must be …' into '--alpha must be …' so the message names the CLI flag."""
     name = message.split(" ", 1)[0]
     flags = {"equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
-             "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every"}
+             "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every",
+             "feedback_time": "--feedback-time"}
     if system_class is not None:
         flags |= {info.name: info.flag for info in system_class.parameters()}
         if system_class.kind == "lattice":

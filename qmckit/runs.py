@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 
 import h5py
@@ -21,7 +22,7 @@ from .methods.dmc import DMC
 from .methods.run import Run
 from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
 from .observables import DensityHistogram, density_summary
-from .stats import estimate
+from .stats import ShortSeriesWarning, estimate
 from .systems import make_system, system_class
 from .systems.protocol import Unsupported, require
 from .walkers import Walkers
@@ -62,6 +63,7 @@ class RunConfig:
     step: float = 1.0
     drift_cap: bool = True
     energy_cap: bool | float = 8.0  # DMC: cut E_L − E_T in branching at max(Zen, c σ₀) (True: Zen alone; see dmc)
+    feedback_time: float = 0.1      # DMC: τ_fb of the population feedback, in the system's time unit (see dmc)
     walkers: int = 200
     steps: int = 1000
     equilibration: int | None = None
@@ -95,7 +97,7 @@ class RunConfig:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.dtype != "float64" and self.backend != "cuda":
             raise ValueError("dtype float32 exists only for backend cuda")
-        for name in ("dt", "step"):
+        for name in ("dt", "step", "feedback_time"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -403,8 +405,8 @@ class DMCRun(_Run):
 
     def _make_dmc(self) -> DMC:
         return DMC(self.system, self.vmc.walkers, dt=self.config.dt, target_walkers=self.config.target_walkers,
-                   drift_cap=self.config.drift_cap, energy_cap=self.config.energy_cap, seed=self._branch_seq,
-                   driver=self.vmc)
+                   feedback_time=self.config.feedback_time, drift_cap=self.config.drift_cap,
+                   energy_cap=self.config.energy_cap, seed=self._branch_seq, driver=self.vmc)
 
     def _after_equilibration(self) -> None:
         self.dmc = self._make_dmc()
@@ -435,9 +437,12 @@ class DMCRun(_Run):
         series = self.energy_series()
         if not series.size:
             return {}
-        return {self.system.energy_key: estimate(series, weights=self.series_of("weight")),
-                "population": estimate(self.series_of("population").astype(float)),
-                "trial_energy": estimate(self.series_of("trial_energy") / self.system.energy_scale())}
+        out = {self.system.energy_key: estimate(series, weights=self.series_of("weight"))}
+        with warnings.catch_warnings():  # diagnostics of the population control: no warnings about their error bars
+            warnings.simplefilter("ignore", ShortSeriesWarning)
+            out["population"] = estimate(self.series_of("population").astype(float))
+            out["trial_energy"] = estimate(self.series_of("trial_energy") / self.system.energy_scale())
+        return out
 
     @property
     def acceptance(self) -> float:

@@ -21,7 +21,8 @@ def _child() -> dict:
         start = system.initial_positions(6, np.random.default_rng(0))
         walkers = Walkers.from_positions(start, 1, 0 if gpu else system.cache_size())
         driver = (CudaVMC if gpu else VMC)(system, walkers, sampler="drift", dt=0.05)
-        return DMC(system, walkers, dt=0.05, driver=driver, seed=3)
+        # a tight population leash, so that 8 steps of 6 walkers branch (the twins must agree on it)
+        return DMC(system, walkers, dt=0.05, driver=driver, seed=3, feedback_time=0.1)
 
     gpu, cpu = make(True), make(False)
     branched = 0

@@ -22,6 +22,8 @@ def dmc_run(steps, **kwargs):
 
 @pytest.mark.parametrize("dt", [0.1, 0.01])
 def test_exact_trial_function_zero_variance_and_no_time_step_error(dt):
+    # with the exact ψ every branching factor is 1, so this checks the local energy and the bookkeeping, not the
+    # branching (that DMC leaves a VMC energy for the exact one: the next test and tests/test_dmc_exact.py)
     run = dmc_run(100, n=10, lam=LAM, a=0.0, alpha=0.5, walkers=50, dt=dt, seed=1)
     energy = run.estimates()["energy_per_particle"]
     assert abs(energy.mean - (2 + LAM) / 2) < 1e-10 and energy.error < 1e-10

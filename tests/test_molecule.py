@@ -1,6 +1,7 @@
 """Gaussian-basis molecules (study 001): basis kernels against PySCF, the Slater–Jastrow kernels against
 finite differences, the incremental cache against a rebuild, bare-determinant VMC against the RHF
 energy (the must-show), the Jastrow lowering H2 below RHF, the optional-dependency behaviour, the CLI.
+(Fixed-node DMC of H2 against its exact energy: tests/test_dmc_exact.py.)
 
 Sizes: with QMCKIT_FAST=1 (the default under pytest, see conftest.py) the bare-determinant checks run
 160 walkers × 4000 sweeps (about 12 s each on the 2-core CI machine): H2O −76.00(4) E_h, Ne −128.58(17)
@@ -271,16 +272,6 @@ def test_jastrow_lowers_the_h2_energy_below_rhf():
     assert correlated.mean + 3 * correlated.error < e_rhf, (correlated, e_rhf)
     assert correlated.mean > -1.1744757 - 3 * correlated.error  # variational: above the exact energy
     assert estimates[True]["energy_variance"].mean < estimates[False]["energy_variance"].mean
-
-
-@pytest.mark.filterwarnings("ignore:reblock")
-def test_fixed_node_dmc_runs_on_h2():
-    run = make_run(RunConfig(system="molecule", params=dict(xyz="h2"), method="dmc", walkers=40, steps=300,
-                             dt=0.02, seed=5))
-    assert run.system.reject_node_crossing
-    result = run.run()
-    energy = result["estimates"]["energy"]
-    assert np.isfinite(energy["mean"]) and -1.25 < energy["mean"] < -1.10
 
 
 # --- optional dependency and the command line ----------------------------------------------------

@@ -11,7 +11,13 @@ One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bo
 3. trial-energy feedback (documented assumption, the thesis gives none):
    E_T = E_ref − ln(W / W_target) / τ_fb, where E_ref is an exponential moving average of the
    mixed estimator with time constant ``reference_time`` (default: τ_fb) and τ_fb =
-   ``feedback_time``: the population relaxes to its target in about τ_fb. E_ref must follow the
+   ``feedback_time`` (default 0.1 time units): the population relaxes to its target in about τ_fb.
+   A tight leash costs honesty: for the He atom at τ_fb = 0.1 and 0.3 the means of 12 runs scatter
+   1.6 times more than their error bars say (and twice as much as at τ_fb = 1, whose error bars hold;
+   experiments/dmc_feedback_errors_2026-11-26.md), since the feedback puts slow noise into E_T and the
+   weights that reblocking one run cannot see. A τ_fb in time units does not carry over between
+   systems, though (liquid ⁴He, N = 64, 200 walkers: at τ_fb = 1 K⁻¹ the population dies out), so the
+   default stays until the rule is found; pass ``feedback_time`` (RunConfig too). E_ref must follow the
    energy quickly: while the walkers relax from the VMC to the DMC distribution the total energy
    falls by N × (E_VMC − E_DMC)/N (about 100 ħω_⊥ for N = 500 bosons within one time unit), and a
    reference lagging by δ makes the population drift to W_target·exp(δ τ_fb). Population-control
