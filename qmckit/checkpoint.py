@@ -15,6 +15,31 @@ import h5py
 import numpy as np
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed: not an HDF5 file, truncated, or missing what a run needs."""
+
+
+@contextlib.contextmanager
+def read_checkpoint(path):
+    """Open the checkpoint ``path`` for reading; whatever a truncated, corrupted or foreign file raises while it is
+    open or read inside the block (OSError, KeyError, a bad JSON attribute, a missing field) becomes one
+    :class:`CheckpointError` naming the file. The file is never written."""
+    name = os.fspath(path)
+    try:
+        f = h5py.File(name, "r")
+    except OSError as err:
+        raise CheckpointError(f"resume: {name} cannot be read as a checkpoint (truncated or not an HDF5 file: "
+                              f"{str(err).splitlines()[0]})") from None
+    try:
+        with f:
+            yield f
+    except CheckpointError:
+        raise
+    except (OSError, KeyError, TypeError, json.JSONDecodeError) as err:
+        raise CheckpointError(f"resume: {name} is damaged: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+                              ) from None
+
+
 @contextlib.contextmanager
 def atomic_h5(path):
     """Open a new HDF5 file for writing that replaces ``path`` only when the block succeeds."""

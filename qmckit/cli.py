@@ -279,7 +279,7 @@ def _run(args) -> int:
             flags = {info.name: info.flag for info in system_class.parameters()}
             named = _clashes(given_params, saved.params, flags) or _clashes(given_run, vars(saved), {})
             if saved.system != args.system:
-                return _fail(f"--resume: the checkpoint holds a {saved.system} run, not {args.system}")
+                return _fail(f"--resume: the checkpoint holds a run of system {saved.system!r}, not {args.system!r}")
             if named:
                 return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
         else:

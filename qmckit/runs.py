@@ -14,7 +14,6 @@ import math
 import warnings
 from dataclasses import asdict, dataclass, field
 
-import h5py
 import numpy as np
 
 from . import checkpoint as ckpt
@@ -521,7 +520,7 @@ def make_run(config, checkpoint_path=None) -> Run:
 def resume_run(path) -> Run:
     """Continue the run whose checkpoint is at ``path`` (and keep checkpointing there): a VMC or DMC
     run of continuum walkers, or a lattice run (:func:`qmckit.methods.lattice_vmc.resume_lattice_run`)."""
-    with h5py.File(path, "r") as f:
+    with ckpt.read_checkpoint(path) as f:
         attrs = ckpt.read_attrs(f)
         if attrs.get("format") == LATTICE_CHECKPOINT_FORMAT:
             from .methods.lattice_vmc import resume_lattice_run
@@ -529,7 +528,7 @@ def resume_run(path) -> Run:
             f.close()
             return resume_lattice_run(path)
         if attrs.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"resume: {path} is not a qmckit run checkpoint")
+            raise ckpt.CheckpointError(f"resume: {path} is not a qmckit run checkpoint")
         config = RunConfig(**attrs["config"])
         run = make_run(config, checkpoint_path=path)
         run.vmc.walkers = Walkers.load(f["walkers"])  # the population may differ from the start

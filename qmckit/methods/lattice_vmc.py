@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import h5py
 import numpy as np
 
 from .. import checkpoint as ckpt
@@ -170,10 +169,10 @@ class LatticeRun(Run):
 
 def resume_lattice_run(path) -> LatticeRun:
     """Continue the lattice run checkpointed at ``path`` (and keep checkpointing there)."""
-    with h5py.File(path, "r") as f:
+    with ckpt.read_checkpoint(path) as f:
         attrs = ckpt.read_attrs(f)
         if attrs.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"resume: {path} is not a qmckit lattice checkpoint")
+            raise ckpt.CheckpointError(f"resume: {path} is not a qmckit lattice checkpoint")
         config = LatticeRunConfig(**attrs["config"])
         run = LatticeRun.__new__(LatticeRun)
         run.system = LatticeRVB(**config.params)
