@@ -296,7 +296,10 @@ def _run(args) -> int:
         return _fail(str(err).splitlines()[0] if str(err) else type(err).__name__)
 
     show_progress = not args.json and sys.stderr.isatty()
-    result = run.run(_progress_printer(show_progress))
+    try:
+        result = run.run(_progress_printer(show_progress))
+    except (FloatingPointError, ValueError) as err:  # a run that cannot go on (ψ_T fails, the population dies)
+        return _fail(f"the run stopped: {str(err).splitlines()[0]}")
     if show_progress:
         print(file=sys.stderr)
     _print_warnings(result)
@@ -342,7 +345,10 @@ def _run_lattice(args, system_class) -> int:
     except ValueError as err:
         return _fail(_flag_for(str(err), system_class))
     show = not args.json and sys.stderr.isatty()
-    result = run.run(_progress_printer(show))
+    try:
+        result = run.run(_progress_printer(show))
+    except (FloatingPointError, ValueError) as err:
+        return _fail(f"the run stopped: {str(err).splitlines()[0]}")
     if show:
         print(file=sys.stderr)
     _print_warnings(result)

@@ -251,6 +251,15 @@ class _Run(Run):
     def _sweeps(self, n: int) -> dict:
         raise NotImplementedError
 
+    def _finite(self, series: np.ndarray) -> np.ndarray:
+        """``series`` (the energies), or a FloatingPointError that says where ψ_T failed: an energy that is NaN
+        or ±inf has no mean, and no estimate is better than a silent NaN."""
+        bad = int(np.count_nonzero(~np.isfinite(series)))
+        if bad:
+            raise FloatingPointError(f"the local energy is not finite at {bad} of {series.size} measured steps: ψ_T "
+                                     f"vanishes or overflows with these parameters ({self.system!r})")
+        return series
+
     # --- results ------------------------------------------------------------------------------
     def result(self) -> dict:
         """The JSON-ready summary of the run (the CLI/JSON contract, docs/architecture.md)."""
@@ -375,7 +384,7 @@ class VMCRun(_Run):
         return self.series_of("energy_mean") / self.system.energy_scale()
 
     def estimates(self) -> dict:
-        series = self.energy_series()
+        series = self._finite(self.energy_series())
         if not series.size:
             return {}
         out = {self.system.energy_key: estimate(series),
@@ -433,7 +442,7 @@ class DMCRun(_Run):
         return self.series_of("mixed_energy") / self.system.energy_scale()
 
     def estimates(self) -> dict:
-        series = self.energy_series()
+        series = self._finite(self.energy_series())
         if not series.size:
             return {}
         out = {self.system.energy_key: estimate(series, weights=self.series_of("weight"))}

@@ -273,7 +273,8 @@ class LatticeRVB(System):
                 if 1.0 / np.linalg.cond(self.configuration_matrix(*self.site_lists(up, dn))) >= min_rcond:
                     break
             else:
-                raise RuntimeError(f"no configuration with reciprocal condition ≥ {min_rcond} in {max_attempts} draws")
+                raise ValueError(f"no start configuration whose pair matrix has reciprocal condition ≥ {min_rcond} in "
+                                 f"{max_attempts} draws: with these parameters the RVB state (nearly) vanishes")
             ups[w], dns[w] = up, dn
         return self.chain_state(ups, dns)
 
