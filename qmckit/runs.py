@@ -486,7 +486,8 @@ class DMCRun(_Run):
         if self.dmc is None:
             return {}
         return {"reference_energy": self.dmc.reference_energy, "trial_energy": self.dmc.trial_energy,
-                "cap_warnings": self.dmc.cap_warnings, "start_sigma": self.dmc.start_sigma}
+                "cap_warnings": self.dmc.cap_warnings, "start_sigma": self.dmc.start_sigma,
+                "best_sums": list(self.dmc.best_sums)}
 
     def _save_arrays(self, f) -> None:
         if self.dmc is not None:
@@ -501,6 +502,7 @@ class DMCRun(_Run):
             self.dmc.trial_energy = state["trial_energy"]
             self.dmc.cap_warnings = state["cap_warnings"]
             self.dmc.start_sigma = state.get("start_sigma", self.dmc.start_sigma)
+            self.dmc.best_sums = list(state.get("best_sums", [self.dmc.reference_energy, 1.0]))
 
     def _load_arrays(self, f) -> None:
         if self.dmc is not None:

@@ -134,3 +134,45 @@ def test_runaway_weight_is_bounded_without_energy_cap():
         record = dmc.step()
     assert dmc.walkers.n_walkers == 100
     assert np.isfinite(record.mixed_energy) and np.isfinite(dmc.trial_energy)
+
+
+class _FixedEnergies:
+    """A stand-in sampler whose walkers keep given local energies (the branching is what is tested)."""
+
+    sampler = "drift"
+
+    def __init__(self, walkers, energies, dt):
+        self.walkers, self.dt, self._e = walkers, dt, np.asarray(energies, dtype=float)
+
+    def local_energies(self):
+        return self._e.copy()
+
+    def sweep(self, n):
+        return self._e[None, : self.walkers.n_walkers].copy(), 1.0
+
+    def sync(self):
+        pass
+
+    def branch(self, index, children, states):
+        self.walkers = self.walkers.take(index)
+        self._e = self._e[index]
+
+
+def test_the_energy_cut_is_centred_on_the_best_estimate_not_on_e_t():
+    """A population far from its target moves E_T by several cuts; walkers at E_best + cut/2 must keep their
+    unclipped weight exp(−Δτ(E_L − E_T)), which a window around E_T would have cut to exp(−Δτ E_cut)."""
+    from qmckit.walkers import Walkers
+
+    system = TrappedBosons(n=20, lam=1.0, a=0.0, alpha=0.5)
+    walkers = Walkers.from_positions(system.initial_positions(50, np.random.default_rng(1)), 0, system.cache_size())
+    dt, e_best = 0.01, 30.0
+    dmc = DMC(system, walkers, dt=dt, energy_cap=True, driver=_FixedEnergies(walkers, [e_best] * 50, dt))
+    cut = dmc.energy_cut()
+    assert dmc.best_energy == e_best
+    dmc.driver._e[:] = e_best + 0.5 * cut
+    dmc.energies = dmc.driver._e.copy()
+    dmc.trial_energy = e_best - 3.0 * cut
+    record = dmc.step()
+    assert record.weight == pytest.approx(50 * math.exp(-dt * 3.5 * cut), rel=1e-12)
+    # E_best then follows the mixed estimator (weighted over the steps): here the one step's energy
+    assert dmc.best_energy == pytest.approx(e_best + 0.5 * cut, rel=1e-12)

@@ -31,9 +31,14 @@ default, the GPU sampler from :class:`~qmckit.runs.DMCRun` with ``backend="cuda"
 
 Guards: walkers whose energy is not finite are removed and counted, never averaged; when
 branching would exceed ``max_walkers`` the population is thinned evenly with a warning (and no
-walker gets more than ``max_walkers`` copies). E_L − E_T in the branching factor is limited to
-±E_cut, so that a walker near a hard-core contact or a node, where E_L diverges, cannot explode the
-population (``energy_cap``, default 8):
+walker gets more than ``max_walkers`` copies). In the branching factor each E_L is limited to
+E_best ± E_cut, so that a walker near a hard-core contact or a node, where E_L diverges, cannot explode
+the population (``energy_cap``, default 8). The window is centred on E_best, the weighted mean of the
+mixed estimator over all steps so far (the best estimate of the energy, as Zen et al. and PyQMC's
+``e_est`` do), not on E_T, which carries the population feedback's noise, so that which walkers are cut
+does not depend on the population of the moment:
+
+    q = exp(−Δτ [½(clip(E_L − E_best) + clip(E_L' − E_best)) + E_best − E_T]),   clip to ±E_cut.
 
 - ``energy_cap=True``: E_cut = 0.2 √(N/Δτ), the size-consistent cut-off of Zen et al.,
   Phys. Rev. B 93, 241118 (2016). It assumes a local-energy variance per particle of order one
@@ -130,6 +135,7 @@ class DMC:
         self.start_sigma = 1.4826 * float(np.median(np.abs(self.energies - np.median(self.energies))))
         self.trial_energy = self.reference_energy
         self.cap_warnings = 0
+        self.best_sums = [0.0, 0.0]  # Σ weight·mixed energy and Σ weight over every step so far (E_best)
 
     @property
     def walkers(self):
@@ -152,6 +158,13 @@ class DMC:
             return cut
         return max(cut, float(self.energy_cap) * self.start_sigma)
 
+    @property
+    def best_energy(self) -> float:
+        """E_best: the weighted mean of the mixed estimator over the steps so far (before the first step, the
+        mean of the starting energies); the centre of the energy cut's window."""
+        total, weight = self.best_sums
+        return total / weight if weight > 0 else self.reference_energy
+
     def step(self) -> StepRecord:
         e_old = self.energies
         new, acceptance = self.driver.sweep(1)
@@ -168,14 +181,16 @@ class DMC:
 
         e_trial = self.trial_energy
         if self.energy_cap is not False:
-            cut = self.energy_cut()
-            shift = 0.5 * (np.clip(e_old - e_trial, -cut, cut) + np.clip(e_new - e_trial, -cut, cut))
+            cut, e_best = self.energy_cut(), self.best_energy
+            shift = 0.5 * (np.clip(e_old - e_best, -cut, cut) + np.clip(e_new - e_best, -cut, cut)) + (e_best - e_trial)
         else:
             shift = 0.5 * (e_old + e_new) - e_trial
         with np.errstate(over="ignore"):  # a runaway weight is bounded next; never more copies than max_walkers
             q = np.minimum(np.exp(-self.dt * shift), self.max_walkers)
         weight = float(q.sum())
         mixed = float(np.dot(q, e_new) / weight)
+        self.best_sums[0] += weight * mixed
+        self.best_sums[1] += weight
 
         counts = np.empty(q.size, dtype=np.int64)
         _rng.branch_counts(self.branch_states, q, counts)
