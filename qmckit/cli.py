@@ -266,6 +266,7 @@ def _run(args) -> int:
     system_class = SYSTEMS[args.system]
     if system_class.kind == "lattice":
         return _run_lattice(args, system_class)
+    from .checkpoint import CheckpointError
     from .runs import RunConfig, make_run, resume_run
 
     given_params = _given_parameters(args, system_class)
@@ -274,7 +275,12 @@ def _run(args) -> int:
         if args.resume:
             if not os.path.exists(args.resume):
                 return _fail(f"--resume: no checkpoint file {args.resume!r}")
-            run = resume_run(args.resume)
+            try:
+                run = resume_run(args.resume)
+            except CheckpointError as err:
+                return _fail(str(err))
+            except ValueError as err:  # the saved settings, valid where they ran, cannot run here (a backend)
+                return _fail(f"--resume: the checkpoint cannot continue here: {err}")
             saved = run.config
             flags = {info.name: info.flag for info in system_class.parameters()}
             named = _clashes(given_params, saved.params, flags) or _clashes(given_run, vars(saved), {})

@@ -57,3 +57,21 @@ def test_a_checkpoint_of_another_system_is_refused(checkpoint):
     assert res.returncode == 2
     assert res.stderr.strip() == "qmckit: error: --resume: the checkpoint holds a run of system 'atom', not 'bec'"
     assert checkpoint.read_bytes() == before
+
+
+def test_a_gpu_checkpoint_on_a_machine_without_a_gpu_is_refused_in_one_line(checkpoint, tmp_path):
+    """A checkpoint keeps the backend it ran on; where that backend is missing, resume says so in one line."""
+    import json
+
+    path = tmp_path / "gpu.h5"
+    path.write_bytes(checkpoint.read_bytes())
+    with h5py.File(path, "r+") as f:
+        config = json.loads(f.attrs["config"])
+        f.attrs["config"] = json.dumps(config | {"backend": "cuda"})
+    before = path.read_bytes()
+    res = subprocess.run(QMCKIT + ["atom", "--resume", str(path)], capture_output=True, text=True)
+    if res.returncode == 0:
+        pytest.skip("this machine has a GPU: the checkpoint resumes on it")
+    assert res.returncode == 2 and res.stderr.strip() == ("qmckit: error: --resume: the checkpoint cannot continue here: "
+                                                          "backend cuda: no CUDA GPU found (use cpu or auto)")
+    assert path.read_bytes() == before
