@@ -47,7 +47,8 @@ def dmc_point(system, params, dt, cap, args):
     ``args.backend``, ``args.seed``. Returns the estimates, branching counters and a 10-chunk trace."""
     cfg = RunConfig(system=system, params=params, method="dmc", backend=args.backend,
                     walkers=args.walkers, dt=dt, steps=max(1, round(args.measure / dt)),
-                    dmc_equilibration=round(args.equilibrate / dt), seed=args.seed, energy_cap=cap)
+                    dmc_equilibration=round(args.equilibrate / dt), seed=args.seed, energy_cap=cap,
+                    feedback_time=getattr(args, "feedback_time", 0.1))
     start = time.perf_counter()
     run = make_run(cfg)
     result = run.run()
@@ -71,6 +72,8 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--en-cusp", action="store_true", help="trial functions with the e–n cusp factor")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
+    parser.add_argument("--feedback-time", dest="feedback_time", type=float, default=0.1,
+                        help="DMC population feedback time τ_fb, ħ/E_h (qmckit's default 0.1)")
     parser.add_argument("--plan", default=None,
                         help='e.g. "Ne:0.0025,0.00125:8;Be:0.01:zen,off" (element:Δτ list:cap list; cap zen, off or c)')
     args = parser.parse_args()
