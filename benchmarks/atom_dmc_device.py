@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from qmckit.methods.dmc import FEEDBACK_TIME  # noqa: E402
 from qmckit.runs import RunConfig, make_run  # noqa: E402
 from qmckit.stats import extrapolate, format_value_error  # noqa: E402
 from qmckit.systems.atom import REFERENCE_ENERGIES  # noqa: E402
@@ -37,6 +38,12 @@ PLAN = [
 ]
 
 
+def add_feedback_option(parser) -> None:
+    """--feedback-time, the DMC population feedback τ_fb in ħ/E_h (what :func:`dmc_point` reads)."""
+    parser.add_argument("--feedback-time", dest="feedback_time", type=float, default=FEEDBACK_TIME,
+                        help=f"DMC population feedback time τ_fb, ħ/E_h (qmckit's default {FEEDBACK_TIME})")
+
+
 def run_point(element, dt, cap, args):
     params = {"element": element, "en_cusp": True} if args.en_cusp else {"element": element}
     return dmc_point("atom", params, dt, cap, args) | {"element": element}
@@ -48,7 +55,7 @@ def dmc_point(system, params, dt, cap, args):
     cfg = RunConfig(system=system, params=params, method="dmc", backend=args.backend,
                     walkers=args.walkers, dt=dt, steps=max(1, round(args.measure / dt)),
                     dmc_equilibration=round(args.equilibrate / dt), seed=args.seed, energy_cap=cap,
-                    feedback_time=getattr(args, "feedback_time", 0.1))
+                    feedback_time=args.feedback_time)
     start = time.perf_counter()
     run = make_run(cfg)
     result = run.run()
@@ -72,8 +79,7 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--en-cusp", action="store_true", help="trial functions with the e–n cusp factor")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
-    parser.add_argument("--feedback-time", dest="feedback_time", type=float, default=0.1,
-                        help="DMC population feedback time τ_fb, ħ/E_h (qmckit's default 0.1)")
+    add_feedback_option(parser)
     parser.add_argument("--plan", default=None,
                         help='e.g. "Ne:0.0025,0.00125:8;Be:0.01:zen,off" (element:Δτ list:cap list; cap zen, off or c)')
     args = parser.parse_args()

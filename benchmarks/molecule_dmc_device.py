@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from atom_dmc_device import dmc_point  # noqa: E402
+from atom_dmc_device import add_feedback_option, dmc_point  # noqa: E402
 from qmckit.stats import extrapolate, format_value_error  # noqa: E402
 from qmckit.systems import molecule  # noqa: E402
 from qmckit.systems.atom import REFERENCE_ENERGIES  # noqa: E402
@@ -66,6 +66,7 @@ def main():
     parser.add_argument("--plan", default=PLAN)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--backend", default="cpu")
+    add_feedback_option(parser)
     parser.add_argument("--rhf-cache", default=None, help="pickled RHF solutions to load (no PySCF needed)")
     parser.add_argument("--write-rhf-cache", default=None, help="compute the plan's RHF solutions and pickle them")
     parser.add_argument("--cusp", action="store_true",

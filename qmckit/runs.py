@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import checkpoint as ckpt
-from .methods.dmc import DMC
+from .methods.dmc import DMC, FEEDBACK_TIME
 from .methods.run import Run
 from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
 from .observables import DensityHistogram, density_summary
@@ -62,7 +62,7 @@ class RunConfig:
     step: float = 1.0
     drift_cap: bool = True
     energy_cap: bool | float = 8.0  # DMC: cut E_L − E_T in branching at max(Zen, c σ₀) (True: Zen alone; see dmc)
-    feedback_time: float = 0.1      # DMC: τ_fb of the population feedback, in the system's time unit (see dmc)
+    feedback_time: float = FEEDBACK_TIME  # DMC: τ_fb of the population feedback, in the system's time unit (see dmc)
     walkers: int = 200
     steps: int = 1000
     equilibration: int | None = None

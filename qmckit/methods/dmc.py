@@ -65,6 +65,8 @@ import numpy as np
 from .. import rng as _rng
 from ..samplers import make_sampler
 
+FEEDBACK_TIME = 0.1  # default τ_fb, in the system's time unit (see the module docstring)
+
 
 @dataclass
 class StepRecord:
@@ -102,7 +104,7 @@ class DMC:
     """
 
     def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
-                 feedback_time: float = 0.1, reference_time: float | None = None, max_walkers: int | None = None,
+                 feedback_time: float = FEEDBACK_TIME, reference_time: float | None = None, max_walkers: int | None = None,
                  energy_cap: bool | float = 8.0, drift_cap: bool = True, seed=0, driver=None, **variants):
         if reference_time is None:
             reference_time = feedback_time
