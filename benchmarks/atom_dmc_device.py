@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -39,9 +40,12 @@ PLAN = [
 
 
 def add_feedback_option(parser) -> None:
-    """--feedback-time, the DMC population feedback τ_fb in ħ/E_h (what :func:`dmc_point` reads)."""
+    """--feedback-time (the DMC population feedback τ_fb in ħ/E_h) and --no-tau-eff (branch with Δτ, not τ_eff):
+    the DMC options :func:`dmc_point` reads."""
     parser.add_argument("--feedback-time", dest="feedback_time", type=float, default=FEEDBACK_TIME,
                         help=f"DMC population feedback time τ_fb, ħ/E_h (qmckit's default {FEEDBACK_TIME})")
+    parser.add_argument("--no-tau-eff", dest="effective_time_step", action="store_false",
+                        help="branch with Δτ itself, not the effective time step τ_eff")
 
 
 def run_point(element, dt, cap, args):
@@ -55,7 +59,7 @@ def dmc_point(system, params, dt, cap, args):
     cfg = RunConfig(system=system, params=params, method="dmc", backend=args.backend,
                     walkers=args.walkers, dt=dt, steps=max(1, round(args.measure / dt)),
                     dmc_equilibration=round(args.equilibrate / dt), seed=args.seed, energy_cap=cap,
-                    feedback_time=args.feedback_time)
+                    feedback_time=args.feedback_time, effective_time_step=args.effective_time_step)
     start = time.perf_counter()
     run = make_run(cfg)
     result = run.run()
@@ -66,6 +70,7 @@ def dmc_point(system, params, dt, cap, args):
     return {"dt": dt, "cap": cap, "energy": e["mean"], "error": e["error"], "tau": e["tau"],
             "population": result["estimates"]["population"]["mean"], "acceptance": result["acceptance"],
             "energy_cut": result["energy_cut"], "killed": result["killed"], "copied": result["copied"],
+            "tau_eff": result["tau_eff"], "effective_time_step": result["effective_time_step"],
             "trace": trace, "wall_s": time.perf_counter() - start, "backend": result["backend"]}
 
 
@@ -107,22 +112,26 @@ def main():
                       flush=True)
     lines = [f"# Fixed-node DMC of atoms on the GPU — {date.today().isoformat()}", "",
              f"{args.walkers} walkers, {args.equilibrate} ħ/E_h of DMC equilibration and {args.measure} ħ/E_h measured per "
-             f"point, backend {points[0]['backend'] if points else '?'}, e–n cusp factor {'on' if args.en_cusp else 'off'}; "
-             f"command `python benchmarks/atom_dmc_device.py`.", "",
-             "| atom | Δτ | cut | E (E_h) | population | acceptance | wall |", "|---|---:|---|---:|---:|---:|---:|"]
+             f"point, backend {points[0]['backend'] if points else '?'}, e–n cusp factor {'on' if args.en_cusp else 'off'}, "
+             f"feedback time {args.feedback_time}, branching with {'τ_eff' if args.effective_time_step else 'Δτ'}; "
+             f"command `{shlex.join(['python', 'benchmarks/atom_dmc_device.py', *sys.argv[1:]])}`.", "",
+             "| atom | Δτ | cut | E (E_h) | population | acceptance | τ_eff/Δτ | wall |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
     for p in points:
         lines.append(f"| {p['element']} | {p['dt']} | {p['cap']} | {format_value_error(p['energy'], p['error'])} | "
-                     f"{p['population']:.0f} | {p['acceptance']:.4f} | {p['wall_s']:.0f} s |")
+                     f"{p['population']:.0f} | {p['acceptance']:.4f} | {p['tau_eff'] / p['dt']:.4f} | {p['wall_s']:.0f} s |")
     fits = {}
     for element in ("He", "Be", "Ne"):
         sel = [p for p in points if p["element"] == element and p["cap"] == 8.0]
         if len(sel) >= 2:
             fit = extrapolate(np.array([p["dt"] for p in sel]), np.array([p["energy"] for p in sel]),
                               np.array([p["error"] for p in sel]), order=1, n_points=None)
-            fits[element] = {"energy": fit.energy, "error": fit.error, "chi2_dof": fit.reduced_chi2}
+            slope, slope_error = float(fit.coefficients[1]), float(np.sqrt(fit.covariance[1, 1]))
+            fits[element] = {"energy": fit.energy, "error": fit.error, "chi2_dof": fit.reduced_chi2,
+                             "slope": slope, "slope_error": slope_error}
             exact = REFERENCE_ENERGIES[element]["exact"][0]
             lines.append(f"| {element} | → 0 (linear, {len(sel)} points) | 8 | {format_value_error(fit.energy, fit.error)} | "
-                         f"exact {exact} | | |")
+                         f"exact {exact} | slope {format_value_error(slope, slope_error)} E_h/(ħ/E_h) | | |")
     if skipped:
         lines.append(f"\nskipped for the budget: {skipped}")
     out = {"date": date.today().isoformat(), "args": vars(args), "points": points, "fits": fits, "skipped": skipped,

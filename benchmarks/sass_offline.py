@@ -20,7 +20,7 @@ installed too, e.g. in a venv made with ``--system-site-packages``):
     CUDA_HOME=/tmp/nvtools/nvidia/cu13 PATH=/tmp/nvtools/nvidia/cu13/bin:$PATH \\
         python benchmarks/sass_offline.py [--forms f32:fold/rsqrt/2,f64:fold_select/rsqrt/4] [--keep DIR]
         python benchmarks/sass_offline.py --lattice run_chains_grid,run_chains_grid_rank2 --caps 232,128
-        python benchmarks/sass_offline.py --atoms     # the atoms' and quantum dots' thread-per-walker kernels
+        python benchmarks/sass_offline.py --atoms     # the atoms', quantum dots' and trapped bosons' walker kernels
 """
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ import tempfile
 import types
 import warnings
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -137,34 +139,57 @@ def _assemble(ptx: Path, cubin: Path, cap: int | None = None) -> dict:
 
 
 def thread_per_walker_report(keep: Path | None = None) -> list[dict]:
-    """ptxas's registers and spills and the SASS digests of the thread-per-walker kernels (``sweep`` and
-    ``energy``) of the atoms (both e–n cusp variants, :mod:`qmckit.backends.cuda_atom`) and the quantum dots
-    (:mod:`qmckit.backends.cuda_qdot`), compiled for sm_90 on this machine without a GPU."""
+    """ptxas's registers and spills and the SASS digests of the walker kernels of the continuum systems,
+    compiled for sm_90 on this machine without a GPU: the atoms' (both e–n cusp variants,
+    :mod:`qmckit.backends.cuda_atom`) and quantum dots' (:mod:`qmckit.backends.cuda_qdot`) ``sweep`` and
+    ``energy``, and the trapped bosons' thread- and block-per-walker sweeps (:mod:`qmckit.backends.cuda_bec`,
+    float64 and float32); each sweep also as DMC's ``track_diffusion`` variant ("+track")."""
     warnings.filterwarnings("ignore", message="Cannot determine the NVRTC version")
     from numba import cuda, types as nt
     import numba.cuda.dispatcher as dispatcher
 
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
-    from qmckit.backends import cuda_atom, cuda_qdot
+    from qmckit.backends import cuda_atom, cuda_bec, cuda_qdot
 
     f64, i64, u64 = nt.float64, nt.int64, nt.uint64
     a3, a4 = f64[:, :, ::1], f64[:, :, :, ::1]
     # CudaAtomSweeper.sweep's and recompute's launches: positions, T, DPHI, JG (walker-fastest), ...
-    sweep = (a3, a3, a4, a3, u64[:, ::1], f64[::1], i64, i64, f64, f64, i64, i64, f64[:, ::1], i64[::1])
+    sweep = (a3, a3, a4, a3, u64[:, ::1], f64[::1], i64, i64, f64, f64, i64, i64, f64[:, ::1], i64[::1], f64[:, ::1])
     energy = (a3, a3, a4, a3, f64[::1], i64, f64[::1])
-    variants = {"atom": cuda_atom.kernels(en_cusp=False), "atom_en_cusp": cuda_atom.kernels(en_cusp=True),
-                "qdot": cuda_qdot.kernels()}
+
+    def bec(real):  # CudaBosonSweeper.launch: positions (3, N, W), states, α, λ, a, …, energies, accepted, diffusion
+        return (real[:, :, ::1], u64[:, ::1], real, real, real, i64, i64, real, real, i64, i64, real[:, ::1],
+                i64[::1], real[:, ::1])
+
+    def tracked(factory):  # the kernel sets without and with the diffusion sums (a tree before them: without only)
+        try:
+            return {"": factory(False), "+track": factory(True)}
+        except TypeError:
+            return {"": factory()}
+
+    variants = {}
+    for name, factory, signatures in (
+            ("atom", lambda *t: cuda_atom.kernels(False, *t), {"sweep": sweep, "energy": energy}),
+            ("atom_en_cusp", lambda *t: cuda_atom.kernels(True, *t), {"sweep": sweep, "energy": energy}),
+            ("qdot", cuda_qdot.kernels, {"sweep": sweep, "energy": energy}),
+            ("bec f64", lambda *t: cuda_bec.kernels(np.float64, *t), {"thread": bec(f64), "block": bec(f64)}),
+            ("bec f32", lambda *t: cuda_bec.kernels(np.float32, *t),
+             {"thread": bec(nt.float32), "block": bec(nt.float32)})):
+        for suffix, kernels in tracked(factory).items():
+            for kernel, signature in signatures.items():
+                if suffix and kernel == "energy":
+                    continue  # the same kernel in both sets
+                py_func = kernels[kernel].py_func
+                variants[f"{name} {kernel}{suffix}"] = (py_func, signature[:py_func.__code__.co_argcount])
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        for variant, kernels in variants.items():
-            for name, signature in (("sweep", sweep), ("energy", energy)):
-                ptx, _ = cuda.compile_ptx(kernels[name].py_func, signature, cc=(9, 0))
-                stem = folder / f"{variant}_{name}"
-                stem.with_suffix(".ptx").write_text(ptx)
-                rows.append({"kernel": f"{variant} {name}",
-                             **_assemble(stem.with_suffix(".ptx"), stem.with_suffix(".cubin"))})
+        for label, (py_func, signature) in variants.items():
+            ptx, _ = cuda.compile_ptx(py_func, signature, cc=(9, 0))
+            stem = folder / label.replace(" ", "_").replace("+", "")
+            stem.with_suffix(".ptx").write_text(ptx)
+            rows.append({"kernel": label, **_assemble(stem.with_suffix(".ptx"), stem.with_suffix(".cubin"))})
     return rows
 
 
@@ -184,7 +209,8 @@ def main(argv=None):
     ap.add_argument("--kernel", default="generate_shared", help="generate_shared, _split, _global, _hybrid or _packed")
     ap.add_argument("--lattice", default=None, help="study 000's chain kernels instead, comma-separated names")
     ap.add_argument("--caps", default="232,128", help="with --lattice: register caps, comma-separated")
-    ap.add_argument("--atoms", action="store_true", help="the atoms' and quantum dots' thread-per-walker kernels")
+    ap.add_argument("--atoms", action="store_true",
+                    help="the walker kernels: atoms, quantum dots, trapped bosons (with DMC's tracking variants)")
     args = ap.parse_args(argv)
     if args.atoms:
         print("| kernel | registers | spill stores (B) | spill loads (B) | SASS lines | digest without symbol names | "

@@ -200,6 +200,8 @@ def _add_method_options(p, system_class):
                         "zen: 0.2√(N/Δτ) alone; off: none")
     p.add_argument("--feedback-time", dest="feedback_time", type=_finite_float, default=None,
                    help="DMC population feedback time τ_fb, in the system's time unit, > 0 (default 0.1)")
+    p.add_argument("--no-tau-eff", dest="effective_time_step", action="store_false", default=None,
+                   help="DMC: branch with Δτ itself, not the effective time step Δτ⟨R²_acc⟩/⟨R²_prop⟩ (study 002's way)")
     p.add_argument("--target-walkers", dest="target_walkers", type=_positive_int, default=None,
                    help="DMC population target (default: --walkers)")
     p.add_argument("--dmc-equil", dest="dmc_equilibration", type=int, default=None,
@@ -217,7 +219,7 @@ def _add_method_options(p, system_class):
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
-_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap", "feedback_time", "walkers", "steps", "equilibration", "block", "seed",
+_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap", "feedback_time", "effective_time_step", "walkers", "steps", "equilibration", "block", "seed",
              "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 
@@ -484,7 +486,11 @@ def format_result(result: dict) -> str:
         unit = result["energy_unit"] if name.startswith("energy_per") or name == "energy" else ""
         lines.append(f"  {name:22s} {format_value_error(est['mean'], est['error'])} {unit}"
                      f"   (τ = {est['tau']:.2f} {unit_of_work})")
-    lines.append(f"  acceptance {result['acceptance']:.3f}, wall time {result['wall_s']:.1f} s")
+    timestep = ""
+    if result.get("tau_eff") is not None:
+        timestep = (f", Δτ = {result['dt']:g}, τ_eff = {result['tau_eff']:.6g}"
+                    f"{'' if result['effective_time_step'] else ' (not used: --no-tau-eff)'}")
+    lines.append(f"  acceptance {result['acceptance']:.3f}{timestep}, wall time {result['wall_s']:.1f} s")
     return "\n".join(lines)
 
 

@@ -63,6 +63,7 @@ class RunConfig:
     drift_cap: bool = True
     energy_cap: bool | float = 8.0  # DMC: cut E_L − E_T in branching at max(Zen, c σ₀) (True: Zen alone; see dmc)
     feedback_time: float = FEEDBACK_TIME  # DMC: τ_fb of the population feedback, in the system's time unit (see dmc)
+    effective_time_step: bool = True  # DMC: branch with τ_eff = Δτ ⟨R²_acc⟩/⟨R²_prop⟩ (False: Δτ, as study 002)
     walkers: int = 200
     steps: int = 1000
     equilibration: int | None = None
@@ -414,7 +415,8 @@ class DMCRun(_Run):
     def _make_dmc(self) -> DMC:
         return DMC(self.system, self.vmc.walkers, dt=self.config.dt, target_walkers=self.config.target_walkers,
                    feedback_time=self.config.feedback_time, drift_cap=self.config.drift_cap,
-                   energy_cap=self.config.energy_cap, seed=self._branch_seq, driver=self.vmc)
+                   energy_cap=self.config.energy_cap, seed=self._branch_seq, driver=self.vmc,
+                   effective_time_step=self.config.effective_time_step)
 
     def _after_equilibration(self) -> None:
         self.dmc = self._make_dmc()
@@ -480,6 +482,8 @@ class DMCRun(_Run):
                 "walkers_final": int(self.walkers.n_walkers),
                 "killed": int(self.series_of("killed").sum()), "copied": int(self.series_of("copied").sum()),
                 "nonfinite_removed": removed, "population_cap_hits": int(self.dmc.cap_warnings if self.dmc else 0),
+                "tau_eff": self.dmc.tau_eff if self.dmc else None,
+                "effective_time_step": bool(self.config.effective_time_step),
                 "energy_cut": self.dmc.energy_cut() if self.dmc and self.dmc.energy_cap is not False else None}
 
     def _state(self) -> dict:
@@ -487,7 +491,7 @@ class DMCRun(_Run):
             return {}
         return {"reference_energy": self.dmc.reference_energy, "trial_energy": self.dmc.trial_energy,
                 "cap_warnings": self.dmc.cap_warnings, "start_sigma": self.dmc.start_sigma,
-                "best_sums": list(self.dmc.best_sums)}
+                "best_sums": list(self.dmc.best_sums), "diffusion_sums": list(self.dmc.diffusion_sums)}
 
     def _save_arrays(self, f) -> None:
         if self.dmc is not None:
@@ -503,6 +507,7 @@ class DMCRun(_Run):
             self.dmc.cap_warnings = state["cap_warnings"]
             self.dmc.start_sigma = state.get("start_sigma", self.dmc.start_sigma)
             self.dmc.best_sums = list(state.get("best_sums", [self.dmc.reference_energy, 1.0]))
+            self.dmc.diffusion_sums = list(state.get("diffusion_sums", [0.0, 0.0]))
 
     def _load_arrays(self, f) -> None:
         if self.dmc is not None:

@@ -36,6 +36,10 @@ CASES = {
                                   accept_uniform="reuse", hard_core="redraw"),
     "bec_dmc": dict(system="bec", method="dmc", params=_BEC, sampler="drift", dt=0.01, walkers=16, steps=60,
                     equilibration=20, block=20, dmc_equilibration=20, seed=7, backend="cpu"),
+    # Δτ in the branching, not τ_eff (study 002's way): the numbers bec_dmc had before τ_eff
+    "bec_dmc_no_tau_eff": dict(system="bec", method="dmc", params=_BEC, sampler="drift", dt=0.01, walkers=16,
+                               steps=60, equilibration=20, block=20, dmc_equilibration=20, seed=7, backend="cpu",
+                               effective_time_step=False),
     "atom_he_vmc": dict(system="atom", method="vmc",
                         params=dict(element="He", alpha=1.839, beta=0.348, jastrow=True, ee=True, en_cusp=False),
                         sampler="drift", dt=0.05, walkers=12, steps=60, equilibration=20, block=20, seed=8,

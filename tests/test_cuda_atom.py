@@ -208,7 +208,7 @@ def _child() -> dict:
         dmc_records.append({"gpu": [rg.population, rg.killed, rg.copied, rg.mixed_energy, rg.acceptance],
                             "cpu": [rc.population, rc.killed, rc.copied, rc.mixed_energy, rc.acceptance]})
     gpu.driver.sync()
-    out["dmc"] = {"records": dmc_records,
+    out["dmc"] = {"records": dmc_records, "tau_eff": [gpu.tau_eff, cpu.tau_eff, cpu.dt],
                   "fixed_node": [float(gpu.driver.system.kernel_params[5]), float(cpu.system.kernel_params[5])],
                   "d_pos": float(np.abs(gpu.walkers.positions - cpu.walkers.positions).max()),
                   "rng_equal": bool(np.array_equal(gpu.walkers.rng_states, cpu.walkers.rng_states))}
@@ -244,7 +244,7 @@ def _child() -> dict:
         runs["dmc-" + backend] = {"backend": result["backend"], "energies": run.series_of("mixed_energy").tolist(),
                                   "population": run.series_of("population").tolist(),
                                   "branching": int(result["killed"] + result["copied"]),
-                                  "acceptance": result["acceptance"]}
+                                  "acceptance": result["acceptance"], "tau_eff": result["tau_eff"]}
     out["run"] = runs
 
     # argument checking (before anything touches the device)
@@ -389,6 +389,8 @@ def test_dmc_with_gpu_driver_equals_cpu_dmc(sim):
     assert branched > 0, "the test must exercise branching"
     assert dmc["d_pos"] < 1e-12
     assert dmc["rng_equal"]
+    gpu_tau, cpu_tau, dt = dmc["tau_eff"]  # the tracking kernel's diffusion sums are the CPU's
+    assert gpu_tau == pytest.approx(cpu_tau, rel=1e-12) and 0.5 * dt < cpu_tau < dt
 
 
 def test_runs_backend_cuda_equal_cpu_runs(sim):
@@ -403,6 +405,7 @@ def test_runs_backend_cuda_equal_cpu_runs(sim):
     assert gpu["population"] == cpu["population"] and gpu["branching"] == cpu["branching"]
     assert np.abs(np.array(gpu["energies"]) - np.array(cpu["energies"])).max() < 1e-9
     assert gpu["acceptance"] == cpu["acceptance"]
+    assert gpu["tau_eff"] == pytest.approx(cpu["tau_eff"], rel=1e-12) and cpu["tau_eff"] < 0.1
 
 
 def test_argument_checks(sim):

@@ -75,19 +75,22 @@ def _child() -> dict:
             vmc = VMC(system, w, sampler=sampler, dt=DT, step=STEP)
             energies = np.empty((N_SWEEPS, w.n_walkers))
             accepted = np.zeros(w.n_walkers, dtype=np.int64)
+            diffusion = np.zeros((2, w.n_walkers))
             for s in range(N_SWEEPS):
                 before = w.positions.copy()
                 energies[s] = vmc.sweep(1)[0][0]
                 accepted += np.any(w.positions != before, axis=2).sum(axis=1)
-            cpu_cache[key, sampler] = (w, energies, accepted)
+                diffusion += vmc.last_diffusion
+            cpu_cache[key, sampler] = (w, energies, accepted, diffusion)
         return cpu_cache[key, sampler]
 
     for key, sampler, layout, dtype, tpb in CASES:
         system, walkers = make(key)
-        w_cpu, e_cpu, acc_cpu = cpu(key, sampler)
+        w_cpu, e_cpu, acc_cpu, diff_cpu = cpu(key, sampler)
         w = walkers.copy()
         sweeper = cuda_bec.CudaBosonSweeper(system, w, sampler=sampler, dt=DT, step=STEP, layout=layout,
                                             dtype=np.dtype(dtype), threads_per_block=tpb)
+        sweeper.track_diffusion = True  # DMC's kernel variant (the split cases below run VMC's)
         energies, acceptance = sweeper.sweep(N_SWEEPS)
         sweeper.to_host()
         out["cases"].append({
@@ -100,13 +103,14 @@ def _child() -> dict:
             "rng_equal": bool(np.array_equal(w.rng_states, w_cpu.rng_states)),
             "energies": energies.tolist(),
             "cache_err": float(np.abs(w.caches - w_cpu.caches)[:, :3 * system.n_particles].max()),
+            "diff_gpu": sweeper.last_diffusion.tolist(), "diff_cpu": diff_cpu.tolist(),
         })
 
     # continuity: sweeps split over calls (walkers stay on the device; the block layout rebuilds its
     # gradient cache per launch) and a measure=False call in between
     for layout in ("thread", "block"):
         system, walkers = make("hard")
-        w_cpu, e_cpu, acc_cpu = cpu("hard", "drift")
+        w_cpu, e_cpu, acc_cpu, _ = cpu("hard", "drift")
         w = walkers.copy()
         sweeper = cuda_bec.CudaBosonSweeper(system, w, sampler="drift", dt=DT, layout=layout, threads_per_block=4)
         e1, _ = sweeper.sweep(1, measure=False)
@@ -120,7 +124,7 @@ def _child() -> dict:
             "d_pos": float(np.abs(w.positions - w_cpu.positions).max()),
             "acc_gpu": (acc1 + sweeper.last_accepted).tolist(), "acc_cpu": acc_cpu.tolist(),
             "acceptance": None, "rng_equal": bool(np.array_equal(w.rng_states, w_cpu.rng_states)),
-            "energies": [], "cache_err": 0.0, "e1_rows": len(e1),
+            "energies": [], "cache_err": 0.0, "e1_rows": len(e1), "diffusion": sweeper.last_diffusion,
         })
 
     # the device RNG twin: the same uniforms (bit for bit) and normals as qmckit.rng; the kernel must
@@ -252,6 +256,15 @@ def test_twin_agrees_with_cpu_driver(sim, index):
     if result["acceptance"] is not None:
         n, _, _, W = SYSTEMS[key]
         assert result["acceptance"] == pytest.approx(sum(result["acc_gpu"]) / (N_SWEEPS * n * W))
+    if "diff_gpu" in result:  # the track_diffusion variant: the CPU's diffusion sums (DMC's τ_eff)
+        gpu, cpu = np.array(result["diff_gpu"]), np.array(result["diff_cpu"])
+        if sampler == "brute":
+            assert not gpu.any() and not cpu.any()
+        else:
+            assert (cpu[0] > 0).all() and (cpu[1] <= cpu[0]).all()
+            assert np.abs(gpu - cpu).max() < (1e-12 if dtype == "float64" else 1e-4) * cpu.max(), result
+    else:
+        assert result["diffusion"] is None  # VMC's kernels do not track
 
 
 def test_interacting_cases_reject_some_moves(sim):

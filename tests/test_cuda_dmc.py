@@ -20,9 +20,11 @@ def _child() -> dict:
     def make(gpu):
         start = system.initial_positions(6, np.random.default_rng(0))
         walkers = Walkers.from_positions(start, 1, 0 if gpu else system.cache_size())
-        driver = (CudaVMC if gpu else VMC)(system, walkers, sampler="drift", dt=0.05)
+        # the block layout on the GPU (its tracking kernel; test_cuda_bec checks the thread layout's)
+        driver = (CudaVMC(system, walkers, sampler="drift", dt=0.05, layout="block") if gpu
+                  else VMC(system, walkers, sampler="drift", dt=0.05))
         # a tight population leash, so that 8 steps of 6 walkers branch (the twins must agree on it)
-        return DMC(system, walkers, dt=0.05, driver=driver, seed=3, feedback_time=0.1)
+        return DMC(system, walkers, dt=0.05, driver=driver, seed=6, feedback_time=0.1)
 
     gpu, cpu = make(True), make(False)
     branched = 0
@@ -35,6 +37,8 @@ def _child() -> dict:
     assert np.abs(gpu.walkers.positions - cpu.walkers.positions).max() < 1e-12
     assert np.array_equal(gpu.walkers.rng_states, cpu.walkers.rng_states)
     assert branched > 0, "the test must exercise branching"
+    # the tracking kernel's diffusion sums give the CPU's τ_eff
+    assert abs(gpu.tau_eff - cpu.tau_eff) < 1e-12 * cpu.tau_eff and cpu.tau_eff < cpu.dt
     return {"branched": int(branched)}
 
 

@@ -55,7 +55,7 @@ def _child() -> dict:
 
     runs.cuda_available = lambda system, sampler="drift": True  # the simulator stands in for the GPU
     config = dict(system="qdot", method="dmc", params=dict(n=2, dim=2, omega=1.0, alpha=0.97, beta=0.35),
-                  walkers=4, steps=3, equilibration=2, dmc_equilibration=1, block=3, dt=0.02, seed=3)
+                  walkers=4, steps=3, equilibration=2, dmc_equilibration=1, block=3, dt=0.1, seed=3)  # rejects some moves
     out["dmc"] = {b: make_run(RunConfig(**config, backend=b)).run() for b in ("cpu", "cuda")}
     return out
 
@@ -86,6 +86,7 @@ def test_dmc_through_the_run_on_the_gpu_gives_the_cpu_numbers(sim):
     assert gpu["walkers_final"] == cpu["walkers_final"] and gpu["killed"] == cpu["killed"]
     for name, est in cpu["estimates"].items():
         assert gpu["estimates"][name]["mean"] == pytest.approx(est["mean"], rel=1e-10), name
+    assert gpu["tau_eff"] == pytest.approx(cpu["tau_eff"], rel=1e-12) and cpu["tau_eff"] < cpu["dt"]
 
 
 def test_registration_and_import_without_a_gpu():

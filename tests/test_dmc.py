@@ -141,14 +141,17 @@ class _FixedEnergies:
 
     sampler = "drift"
 
-    def __init__(self, walkers, energies, dt):
+    def __init__(self, walkers, energies, dt, accepted_r2=1.0):
         self.walkers, self.dt, self._e = walkers, dt, np.asarray(energies, dtype=float)
+        self.accepted_r2 = accepted_r2  # Σ R²_accepted per walker and step, of Σ R²_proposed = 1
 
     def local_energies(self):
         return self._e.copy()
 
     def sweep(self, n):
-        return self._e[None, : self.walkers.n_walkers].copy(), 1.0
+        W = self.walkers.n_walkers
+        self.last_diffusion = np.array([np.ones(W), np.full(W, self.accepted_r2)])
+        return self._e[None, :W].copy(), 1.0
 
     def sync(self):
         pass
@@ -176,3 +179,28 @@ def test_the_energy_cut_is_centred_on_the_best_estimate_not_on_e_t():
     assert record.weight == pytest.approx(50 * math.exp(-dt * 3.5 * cut), rel=1e-12)
     # E_best then follows the mixed estimator (weighted over the steps): here the one step's energy
     assert dmc.best_energy == pytest.approx(e_best + 0.5 * cut, rel=1e-12)
+
+
+@pytest.mark.parametrize("effective", [True, False])
+def test_branching_uses_the_effective_time_step_accumulated_over_the_steps(effective):
+    """With half the proposed R² accepted in the first step and all of it in the second, τ_eff is Δτ/2 and then
+    Δτ·(½ + 1)/2: the branching weights must be exp(−τ_eff (E_L − E_T)) with those τ_eff (and with Δτ when the
+    effective time step is off)."""
+    from qmckit.walkers import Walkers
+
+    system = TrappedBosons(n=2, lam=1.0, a=0.0, alpha=0.5)
+    walkers = Walkers.from_positions(system.initial_positions(40, np.random.default_rng(2)), 0, system.cache_size())
+    dt, energy = 0.02, 3.0
+    driver = _FixedEnergies(walkers, [energy] * 40, dt, accepted_r2=0.5)
+    dmc = DMC(system, walkers, dt=dt, energy_cap=False, driver=driver, effective_time_step=effective)
+    for tau in (0.5 * dt, 0.75 * dt):
+        dmc.trial_energy = energy - 10.0  # every walker's weight is exp(−τ · 10)
+        record = dmc.step()
+        assert dmc.tau_eff == pytest.approx(tau, rel=1e-14)
+        used = tau if effective else dt
+        assert record.weight == pytest.approx(40 * math.exp(-10.0 * used), rel=1e-12)
+        driver.accepted_r2 = 1.0
+        dmc.driver.walkers, dmc.energies = walkers, np.full(40, energy)  # keep 40 walkers for the next step
+        driver._e = np.full(40, energy)
+    dmc.set_dt(dt)
+    assert dmc.tau_eff == dt and dmc.diffusion_sums == [0.0, 0.0]  # a new Δτ starts τ_eff anew

@@ -63,12 +63,16 @@ def drift_scale(v, dt, cap):
 # run from here: qmckit.backends.specialise copies them into one generated module per system, where
 # those names are the system's kernels and numba compiles and caches them.
 
-def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, variant, energies, accepted):
+def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, variant, energies, accepted,
+           diffusion):
     """Run ``n_sweeps`` sweeps of N single-particle moves on every walker (in parallel).
 
     ``variant`` is 0 for exact Metropolis–Hastings or a bit mask of study 002's deviations
     (``VARIANT_*``). ``energies`` is ``(n_sweeps, W)``, filled with each walker's local energy after
-    every sweep, or ``(0, W)`` to skip measuring; ``accepted`` ``(W,)`` receives accepted-move counts.
+    every sweep, or ``(0, W)`` to skip measuring; ``accepted`` ``(W,)`` receives accepted-move counts;
+    ``diffusion`` ``(2, W)`` receives, for the drift sampler, Σ |r' − r − Δt s v|² (the squared diffusion
+    displacement Δt|χ|² of each move, in length²) over the proposed moves (row 0) and the accepted ones
+    (row 1): their ratio gives DMC's effective time step (:mod:`qmckit.methods.dmc`).
     """
     W, N, d = positions.shape
     measure = energies.shape[0] > 0
@@ -83,8 +87,11 @@ def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap,
         g_old = np.empty(d)
         g_new = np.empty(d)
         n_acc = 0
+        r2_proposed = 0.0
+        r2_accepted = 0.0
         for s in range(n_sweeps):
             for i in range(N):
+                forward = 0.0
                 if sampler == BRUTE:
                     for attempt in range(MAX_REDRAWS):
                         for k in range(d):
@@ -111,7 +118,6 @@ def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap,
                             break
                     scale_new = drift_scale(g_new, dt, drift_cap)
                     # ln G(r'→r) − ln G(r→r') for the moved particle only
-                    forward = 0.0
                     backward = 0.0
                     for k in range(d):
                         f = r_new[k] - R[i, k] - dt * scale_old * g_old[k]
@@ -122,12 +128,16 @@ def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap,
                     if gf_all and log_ratio > -np.inf:
                         log_accept += other_drift_change(R, p, cache, i, r_new, dt)
                     u = angle_uniform if reuse_uniform else _rng.uniform(states, w)
+                r2_proposed += forward
                 if log_ratio > -np.inf and u < math.exp(min(log_accept, 0.0)):
                     accept_move(R, p, cache, i, r_new, g_new)
                     n_acc += 1
+                    r2_accepted += forward
             if measure:
                 energies[s, w] = local_energy(R, p, cache)
         accepted[w] = n_acc
+        diffusion[0, w] = r2_proposed
+        diffusion[1, w] = r2_accepted
 
 
 def recompute_all(positions, caches, p):

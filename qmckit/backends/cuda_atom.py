@@ -156,19 +156,21 @@ def _device_functions(en_cusp: bool) -> dict:
     return {**helpers, **atom_twins, "cache_views": atom_ns["cache_views"], "drift_scale": shared["drift_scale"]}
 
 
-def kernels(en_cusp: bool = True) -> dict:
+def kernels(en_cusp: bool = True, track_diffusion: bool = False) -> dict:
     """The compiled-on-demand kernels: ``sweep`` (thread per walker) and ``energy`` (rebuild the
     caches and, with ``measure``, write every walker's local energy).
 
     ``en_cusp``: with False the e–n cusp factor's code is compiled out (fewer live registers; only
     for systems without the factor, see :func:`device_functions`); True (the default) gives the
     general kernels, correct for every parameter vector. :class:`CudaAtomSweeper` picks the
-    variant from its system's parameters. One set of kernels per variant (cached)."""
-    return _kernels(bool(en_cusp))
+    variant from its system's parameters. ``track_diffusion``: the sweep also writes
+    ``diffusion[0|1, w]`` ((3, W); row 2 is scratch), Σ squared diffusion displacements of the proposed | accepted drift moves (DMC's
+    effective time step); without it that code is compiled out. One set of kernels per variant (cached)."""
+    return _kernels(bool(en_cusp), bool(track_diffusion))
 
 
 @functools.lru_cache(maxsize=None)
-def _kernels(en_cusp: bool) -> dict:
+def _kernels(en_cusp: bool, track_diffusion: bool = False) -> dict:
     import numba
 
     c = _cuda()
@@ -188,12 +190,15 @@ def _kernels(en_cusp: bool) -> dict:
     NEG_INF = -np.inf
     BRUTE = _BRUTE
     MAXN, MAXO, NP = MAX_ELECTRONS, MAX_ORBITALS, N_PARAMS
+    TRACK = track_diffusion  # a compile-time constant: without it the tracking code is dead
 
     @c.jit
     def sweep_thread_per_walker(pos, cT, cD, cJ, states, params, n_sweeps, sampler, step, dt, cap, measure,
-                                energies, accepted):
+                                energies, accepted, diffusion):
         """pos (N, 3, W); cT (N, n, W); cD (N, n, 3, W); cJ (N, 3, W); states (2, W) uint64;
-        params (8,) = Atom.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,)."""
+        params (8,) = Atom.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,); diffusion
+        (3, W): Σ R² proposed, Σ R² accepted, this move's R², written only by the ``track_diffusion`` variant (last, so the other arguments keep their
+        places in the parameter bank)."""
         w = cuda.grid(1)
         if w >= pos.shape[2]:
             return
@@ -224,6 +229,10 @@ def _kernels(en_cusp: bool) -> dict:
         sqrt_dt = math.sqrt(dt)
         recompute(R, p, cache)  # the cache is rebuilt at every launch
         n_acc = 0
+        if TRACK:  # summed in global memory (row 2: the current move's R²), so no register lives across a move
+            diffusion[0, w] = 0.0
+            diffusion[1, w] = 0.0
+            diffusion[2, w] = 0.0
         for s in range(n_sweeps):
             for i in range(N):
                 if sampler == BRUTE:
@@ -250,10 +259,15 @@ def _kernels(en_cusp: bool) -> dict:
                         forward += fk * fk
                         backward += bk * bk
                     log_accept = 2.0 * log_ratio + (forward - backward) / (2.0 * dt)
+                    if TRACK:
+                        diffusion[0, w] += forward
+                        diffusion[2, w] = forward
                 u = uniform(st, 0)
                 if log_ratio > NEG_INF and u < math.exp(min(log_accept, 0.0)):
                     accept_move(R, p, cache, i, r_new, g_new)
                     n_acc += 1
+                    if TRACK:
+                        diffusion[1, w] += diffusion[2, w]
             if measure != 0:
                 energies[s, w] = local_energy(R, p, cache)
         states[0, w] = st[0, 0]
@@ -350,6 +364,8 @@ class CudaAtomSweeper:
         self._k = self._select_kernels()
         self._energies = {}
         self.last_accepted = np.zeros(walkers.n_walkers, dtype=np.int64)
+        self.track_diffusion = False  # True: sweeps run the kernel variant that fills last_diffusion (DMC)
+        self.last_diffusion = None
         self.from_host()
 
     def _check_system(self, system, walkers) -> int:
@@ -361,13 +377,13 @@ class CudaAtomSweeper:
             raise ValueError(f"the GPU atom kernel takes an even N ≤ {MAX_ELECTRONS} electrons, got {N}")
         return 3
 
-    def _select_kernels(self) -> dict:
+    def _select_kernels(self, track_diffusion: bool = False) -> dict:
         if self._params_host.shape != (N_PARAMS,):
             raise ValueError(f"system.kernel_params must have {N_PARAMS} entries, got {self._params_host.shape}")
         # the e–n cusp factor's code is compiled in only where the parameters switch it on (the
         # kernels read exactly this vector, so its flag, = system.params.en_cusp, decides)
         self.en_cusp_code = bool(self._params_host[_P_EN] != 0.0)
-        return kernels(en_cusp=self.en_cusp_code)
+        return kernels(en_cusp=self.en_cusp_code, track_diffusion=track_diffusion)
 
     # --- data movement -------------------------------------------------------------------------
     def _allocate_caches(self, W: int) -> None:
@@ -378,6 +394,7 @@ class CudaAtomSweeper:
         self._DPHI = c.device_array((N, n, d, W), dtype=np.float64)
         self._JG = c.device_array((N, d, W), dtype=np.float64)
         self._accepted = c.device_array(W, dtype=np.int64)
+        self._no_diffusion = c.device_array((3, 1), dtype=np.float64)  # the VMC kernels never touch it
         self._no_energies = c.device_array(1, dtype=np.float64)
 
     def from_host(self) -> None:
@@ -479,33 +496,39 @@ class CudaAtomSweeper:
     # --- sweeps --------------------------------------------------------------------------------
     def launch(self, n_sweeps: int, measure: bool = True):
         """Start ``n_sweeps`` sweeps on the device and return the device energy array
-        ``(max(n_sweeps, 1), W)`` without waiting (for timing; rows are valid only if ``measure``)."""
+        ``(max(n_sweeps, 1), W)`` without waiting (for timing; rows are valid only if ``measure``); with
+        ``track_diffusion`` three more rows follow, the kernel's ``diffusion`` (one copy brings both back)."""
         c = _cuda()
         W = self.walkers.n_walkers
         rows = max(int(n_sweeps), 1)
-        energies = self._energies.get(rows)
-        if energies is None:
-            energies = self._energies[rows] = c.device_array((rows, W), dtype=np.float64)
+        extra = 3 if self.track_diffusion else 0
+        if (rows, extra) not in self._energies:
+            block = c.device_array((rows + extra, W), dtype=np.float64)
+            self._energies[rows, extra] = (block, block[rows:] if extra else self._no_diffusion)
+        energies, diffusion = self._energies[rows, extra]
         if W:
-            self._k["sweep"][self.blocks, self.threads](
+            sweep = self._select_kernels(True)["sweep"] if extra else self._k["sweep"]
+            sweep[self.blocks, self.threads](
                 self._pos, self._T, self._DPHI, self._JG, self._states, self._params, int(n_sweeps),
                 _BRUTE if self.sampler == "brute" else _DRIFT, float(self.step), float(self.dt), int(self.drift_cap),
-                int(bool(measure)), energies, self._accepted)
+                int(bool(measure)), energies, self._accepted, diffusion)
         return energies
 
     def sweep(self, n_sweeps: int, measure: bool = True):
         """Run ``n_sweeps`` sweeps of N single-electron moves on every walker.
 
         Returns ``(energies (n_sweeps or 0, W) float64, acceptance)`` like ``VMC.sweep``; the
-        per-walker accepted counts of this call are in ``last_accepted``.
+        per-walker accepted counts of this call are in ``last_accepted``, and with ``track_diffusion`` the
+        diffusion sums (2, W) in ``last_diffusion``.
         """
         W, N = self.walkers.n_walkers, self.walkers.n_particles
         energies = self.launch(n_sweeps, measure)
         self.last_accepted = self._accepted.copy_to_host() if W else np.zeros(0, dtype=np.int64)
-        if measure and n_sweeps > 0:
-            out = energies.copy_to_host()[:n_sweeps].astype(np.float64)
-        else:
-            out = np.empty((0, W))
+        rows = max(int(n_sweeps), 1)
+        host = energies.copy_to_host() if (measure and n_sweeps > 0) or self.track_diffusion else None
+        if self.track_diffusion:
+            self.last_diffusion = host[rows:rows + 2]
+        out = host[:n_sweeps].astype(np.float64) if measure and n_sweeps > 0 else np.empty((0, W))
         proposed = n_sweeps * W * N
         return out, (self.last_accepted.sum() / proposed if proposed else 0.0)
 

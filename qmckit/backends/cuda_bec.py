@@ -103,8 +103,9 @@ def default_block_threads(n_particles: int, dtype=np.float64) -> int:
 # kernels, compiled once per dtype
 # --------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
-def _kernels(dtype_name: str):
-    """Device functions and the two sweep kernels for one floating-point type."""
+def _kernels(dtype_name: str, track_diffusion: bool = False):
+    """Device functions and the two sweep kernels for one floating-point type; ``track_diffusion`` compiles in
+    the diffusion sums (see :func:`kernels`)."""
     import numba
 
     c = _cuda()
@@ -120,6 +121,7 @@ def _kernels(dtype_name: str):
     TINY = F(1e-12)
     NEG_INF = F(-np.inf)
     BRUTE = _BRUTE
+    TRACK = bool(track_diffusion)  # a compile-time constant: without it the tracking code is dead
 
     @dev
     def drift_scale(vx, vy, vz, dt, cap):
@@ -163,6 +165,14 @@ def _kernels(dtype_name: str):
         forward = fx * fx + fy * fy + fz * fz
         backward = bx * bx + by * by + bz * bz
         return TWO * log_ratio + (forward - backward) / (TWO * dt)
+
+    @dev
+    def diffusion_r2(xo, yo, zo, xn, yn, zn, gox, goy, goz, scale_old, dt):
+        """|r' − r − Δt s v|²: the squared diffusion displacement of a drift move (log_acceptance's ``forward``)."""
+        fx = xn - xo - dt * scale_old * gox
+        fy = yn - yo - dt * scale_old * goy
+        fz = zn - zo - dt * scale_old * goz
+        return fx * fx + fy * fy + fz * fz
 
     @dev
     def pair_gradient(X, Y, Z, i, skip, N, a):
@@ -213,8 +223,10 @@ def _kernels(dtype_name: str):
     # ---------------------------------------------------------------- one thread per walker
     @c.jit
     def sweep_thread_per_walker(pos, states, alpha, lam, a, n_sweeps, sampler, step, dt, cap, measure,
-                                energies, accepted):
-        """pos (3, N, W) [k, i, w]; states (2, W) uint64; energies (≥ n_sweeps if measure, W); accepted (W,)."""
+                                energies, accepted, diffusion):
+        """pos (3, N, W) [k, i, w]; states (2, W) uint64; energies (≥ n_sweeps if measure, W); accepted (W,);
+        diffusion (3, W): Σ R² proposed, Σ R² accepted, this move's R², written only by the ``track_diffusion``
+        variant."""
         w = cuda.grid(1)
         if w >= pos.shape[2]:
             return
@@ -231,6 +243,10 @@ def _kernels(dtype_name: str):
         two_alpha = TWO * alpha
         e_const = F(N) * alpha * (TWO + lam)
         n_acc = 0
+        if TRACK:  # summed in global memory (row 2: the current move's R²), so no register lives across a move
+            diffusion[0, w] = ZERO
+            diffusion[1, w] = ZERO
+            diffusion[2, w] = ZERO
         # gradient of the particle about to move (particle 0 first)
         gx = ZERO
         gy = ZERO
@@ -311,6 +327,10 @@ def _kernels(dtype_name: str):
                         gnz += pz
                 log_accept = log_acceptance(sampler, log_ratio, xo, yo, zo, xn, yn, zn, gx, gy, gz,
                                             gnx, gny, gnz, scale_old, dt, cap)
+                if TRACK and drift:
+                    forward = diffusion_r2(xo, yo, zo, xn, yn, zn, gx, gy, gz, scale_old, dt)
+                    diffusion[0, w] += forward
+                    diffusion[2, w] = forward
                 u = uniform(st, 0)
                 xi = xo
                 yi = yo
@@ -323,6 +343,8 @@ def _kernels(dtype_name: str):
                     yi = yn
                     zi = zn
                     n_acc += 1
+                    if TRACK:
+                        diffusion[1, w] += diffusion[2, w]
                 if drift:
                     if nxt == i:  # N = 1
                         gx = -two_alpha * xi
@@ -363,7 +385,7 @@ def _kernels(dtype_name: str):
 
     @c.jit
     def sweep_block_per_walker(pos, states, alpha, lam, a, n_sweeps, sampler, step, dt, cap, measure,
-                               energies, accepted):
+                               energies, accepted, diffusion):
         """Same arguments as the thread kernel; grid = W blocks of B threads (B a power of two),
         dynamic shared memory shared_bytes(N, B, dtype)."""
         w = cuda.blockIdx.x
@@ -395,6 +417,10 @@ def _kernels(dtype_name: str):
         if t == 0:
             st[0, 0] = states[0, w]
             st[0, 1] = states[1, w]
+            if TRACK:  # summed in global memory (thread 0 decides every move; row 2: the current move's R²)
+                diffusion[0, w] = ZERO
+                diffusion[1, w] = ZERO
+                diffusion[2, w] = ZERO
         for j in range(t, N, B):
             X[j] = pos[0, j, w]
             Y[j] = pos[1, j, w]
@@ -492,6 +518,10 @@ def _kernels(dtype_name: str):
                             gnz += RZ[0]
                     log_accept = log_acceptance(sampler, log_ratio, xo, yo, zo, xn, yn, zn, GX[i], GY[i], GZ[i],
                                                 gnx, gny, gnz, scale_old, dt, cap)
+                    if TRACK and drift:
+                        forward = diffusion_r2(xo, yo, zo, xn, yn, zn, GX[i], GY[i], GZ[i], scale_old, dt)
+                        diffusion[0, w] += forward
+                        diffusion[2, w] = forward
                     u = uniform(st, 0)
                     M[6] = ZERO
                     if log_ratio > NEG_INF and u < math.exp(min(log_accept, ZERO)):
@@ -500,6 +530,8 @@ def _kernels(dtype_name: str):
                         M[4] = gny
                         M[5] = gnz
                         n_acc += 1
+                        if TRACK:
+                            diffusion[1, w] += diffusion[2, w]
                 cuda.syncthreads()
                 if M[6] != ZERO:
                     if drift and interacting:  # bec._pair_accept, j ≠ i split over the threads
@@ -557,13 +589,17 @@ def gather_kernel():
     return gather
 
 
-def kernels(dtype=np.float64):
+def kernels(dtype=np.float64, track_diffusion: bool = False):
     """The compiled-on-demand kernels for ``dtype`` (float64 or float32) as a dict
-    ``{"thread": sweep_thread_per_walker, "block": sweep_block_per_walker, "dtype": ...}``."""
+    ``{"thread": sweep_thread_per_walker, "block": sweep_block_per_walker, "dtype": ...}``.
+
+    ``track_diffusion``: the sweeps also write ``diffusion[0|1, w]`` (the last argument, (3, W); row 2 is scratch), Σ squared diffusion
+    displacements of the proposed | accepted drift moves (DMC's effective time step); without it that code is
+    compiled out, so VMC runs the kernels it always ran."""
     name = np.dtype(dtype).name
     if name not in ("float32", "float64"):
         raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
-    return _kernels(name)
+    return _kernels(name, bool(track_diffusion))
 
 
 def sweep_thread_per_walker(dtype=np.float64):
@@ -643,6 +679,8 @@ class CudaBosonSweeper:
         self._scalars = (F(p.alpha), F(p.lam), F(p.a))
         self._energies = {}
         self.last_accepted = np.zeros(W, dtype=np.int64)
+        self.track_diffusion = False  # True: sweeps run the kernel variant that fills last_diffusion (DMC)
+        self.last_diffusion = None
         self.from_host()
 
     # --- data movement -------------------------------------------------------------------------
@@ -653,6 +691,7 @@ class CudaBosonSweeper:
         self._pos = c.to_device(np.ascontiguousarray(w.positions.transpose(2, 1, 0), dtype=self.dtype))
         self._states = c.to_device(np.ascontiguousarray(w.rng_states.T, dtype=np.uint64))
         self._accepted = c.device_array(w.n_walkers, dtype=np.int64)
+        self._no_diffusion = c.device_array((3, 1), dtype=self.dtype)  # the VMC kernels never touch it
 
     def to_host(self, recompute_caches: bool = True):
         """Copy positions (as float64) and RNG states back into the Walkers object and return it.
@@ -700,17 +739,21 @@ class CudaBosonSweeper:
     # --- sweeps --------------------------------------------------------------------------------
     def launch(self, n_sweeps: int, measure: bool = True):
         """Start ``n_sweeps`` sweeps on the device and return the device energy array
-        ``(max(n_sweeps, 1), W)`` without waiting (for timing; rows are valid only if ``measure``)."""
+        ``(max(n_sweeps, 1), W)`` without waiting (for timing; rows are valid only if ``measure``); with
+        ``track_diffusion`` three more rows follow, the kernel's ``diffusion`` (one copy brings both back)."""
         c = _cuda()
         W = self.walkers.n_walkers
         rows = max(int(n_sweeps), 1)
-        energies = self._energies.get(rows)
-        if energies is None:
-            energies = self._energies[rows] = c.device_array((rows, W), dtype=self.dtype)
+        extra = 3 if self.track_diffusion else 0
+        if (rows, extra) not in self._energies:
+            block = c.device_array((rows + extra, W), dtype=self.dtype)
+            self._energies[rows, extra] = (block, block[rows:] if extra else self._no_diffusion)
+        energies, diffusion = self._energies[rows, extra]
         F = self._k["dtype"]
         args = (self._pos, self._states, *self._scalars, int(n_sweeps), _BRUTE if self.sampler == "brute" else _DRIFT,
-                F(self.step), F(self.dt), int(self.drift_cap), int(bool(measure)), energies, self._accepted)
-        kernel = self._k[self.layout]
+                F(self.step), F(self.dt), int(self.drift_cap), int(bool(measure)), energies, self._accepted,
+                diffusion)
+        kernel = (kernels(self.dtype, True) if extra else self._k)[self.layout]
         if self.layout == "block":
             kernel[self.blocks, self.threads, 0, self.shared_bytes](*args)
         else:
@@ -721,15 +764,17 @@ class CudaBosonSweeper:
         """Run ``n_sweeps`` sweeps of N single-particle moves on every walker.
 
         Returns ``(energies (n_sweeps or 0, W) float64, acceptance)`` like ``VMC.sweep``; the
-        per-walker accepted counts of this call are in ``last_accepted``.
+        per-walker accepted counts of this call are in ``last_accepted``, and with ``track_diffusion`` the
+        diffusion sums (2, W) in ``last_diffusion`` (float64).
         """
         W, N = self.walkers.n_walkers, self.walkers.n_particles
         energies = self.launch(n_sweeps, measure)
         self.last_accepted = self._accepted.copy_to_host()
-        if measure and n_sweeps > 0:
-            out = energies.copy_to_host()[:n_sweeps].astype(np.float64)
-        else:
-            out = np.empty((0, W))
+        rows = max(int(n_sweeps), 1)
+        host = energies.copy_to_host() if (measure and n_sweeps > 0) or self.track_diffusion else None
+        if self.track_diffusion:
+            self.last_diffusion = host[rows:rows + 2].astype(np.float64)
+        out = host[:n_sweeps].astype(np.float64) if measure and n_sweeps > 0 else np.empty((0, W))
         proposed = n_sweeps * W * N
         return out, (self.last_accepted.sum() / proposed if proposed else 0.0)
 

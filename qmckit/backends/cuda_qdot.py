@@ -63,8 +63,9 @@ def device_functions() -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def kernels() -> dict:
-    """The compiled-on-demand kernels: ``sweep`` (thread per walker) and ``energy``."""
+def kernels(track_diffusion: bool = False) -> dict:
+    """The compiled-on-demand kernels: ``sweep`` (thread per walker) and ``energy``; ``track_diffusion`` as
+    :func:`qmckit.backends.cuda_atom.kernels` (the sweep's diffusion sums, compiled out without it)."""
     import numba
 
     c = _cuda()
@@ -80,12 +81,14 @@ def kernels() -> dict:
     BRUTE = _BRUTE
     MAXN, MAXO, MAXD = MAX_ELECTRONS, MAX_ORBITALS, MAX_DIM
     NP = HEADER + 3 * MAX_ORBITALS
+    TRACK = bool(track_diffusion)  # a compile-time constant: without it the tracking code is dead
 
     @c.jit
     def sweep_thread_per_walker(pos, cT, cD, cJ, states, params, n_sweeps, sampler, step, dt, cap, measure,
-                                energies, accepted):
+                                energies, accepted, diffusion):
         """pos (N, d, W); cT (N, n, W); cD (N, n, d, W); cJ (N, d, W); states (2, W) uint64;
-        params = QuantumDot.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,)."""
+        params = QuantumDot.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,); diffusion
+        (3, W) as in :mod:`qmckit.backends.cuda_atom`, written only by the ``track_diffusion`` variant."""
         w = cuda.grid(1)
         if w >= pos.shape[2]:
             return
@@ -118,6 +121,10 @@ def kernels() -> dict:
         sqrt_dt = math.sqrt(dt)
         recompute(R, p, cache)  # the cache is rebuilt at every launch
         n_acc = 0
+        if TRACK:  # summed in global memory (row 2: the current move's R²), so no register lives across a move
+            diffusion[0, w] = 0.0
+            diffusion[1, w] = 0.0
+            diffusion[2, w] = 0.0
         for s in range(n_sweeps):
             for i in range(N):
                 if sampler == BRUTE:
@@ -145,10 +152,15 @@ def kernels() -> dict:
                         forward += fk * fk
                         backward += bk * bk
                     log_accept = 2.0 * log_ratio + (forward - backward) / (2.0 * dt)
+                    if TRACK:
+                        diffusion[0, w] += forward
+                        diffusion[2, w] = forward
                 u = uniform(st, 0)
                 if log_ratio > NEG_INF and u < math.exp(min(log_accept, 0.0)):
                     accept_move(R, p, cache, i, r_new, g_new)
                     n_acc += 1
+                    if TRACK:
+                        diffusion[1, w] += diffusion[2, w]
             if measure != 0:
                 energies[s, w] = local_energy(R, p, cache)
         states[0, w] = st[0, 0]
@@ -198,8 +210,8 @@ class CudaQdotSweeper(CudaAtomSweeper):
                              f"got N = {N}, d = {d}")
         return d
 
-    def _select_kernels(self) -> dict:
-        return kernels()
+    def _select_kernels(self, track_diffusion: bool = False) -> dict:
+        return kernels(bool(track_diffusion))
 
     def _cache_views(self, row, N):
         from ..systems.qdot import cache_views

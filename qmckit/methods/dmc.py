@@ -4,7 +4,7 @@ One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bo
 
 1. drift–diffusion with Metropolis accept/reject: one sweep of N single-particle moves with the
    exact Green's-function ratio of :mod:`qmckit.methods.vmc` (the same compiled kernel);
-2. branching once per step with q = exp(−Δτ (½(E_L + E_L') − E_T)) and ⌊q + u⌋ copies, u from
+2. branching once per step with q = exp(−τ_eff (½(E_L + E_L') − E_T)) and ⌊q + u⌋ copies, u from
    the DMC's own branching stream (seeded from ``seed``), which also seeds the streams of the
    copies; runs are reproducible from the seed, and the walkers need not be on the host to
    decide the branching (they are fetched only when the population changes);
@@ -22,6 +22,19 @@ One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bo
    falls by N × (E_VMC − E_DMC)/N (about 100 ħω_⊥ for N = 500 bosons within one time unit), and a
    reference lagging by δ makes the population drift to W_target·exp(δ τ_fb). Population-control
    bias shrinks as 1/W_target.
+
+Effective time step (Umrigar, Nightingale & Runge, J. Chem. Phys. 99, 2865 (1993); QMCPACK and PyQMC do
+the same): a rejected move leaves its walker where it was, so the walkers diffuse for less than Δτ on
+average, and branching over the full Δτ overweights the energy change. Branching therefore uses
+
+    τ_eff = Δτ · Σ R²_accepted / Σ R²_proposed,
+
+with R² = |r' − r − Δτ s v|² = Δτ|χ|² the squared diffusion displacement of each single-particle move (the
+sampler sums it: ``last_diffusion``), summed over every move of every step at this Δτ so far (DMC
+equilibration included), so τ_eff settles as the run goes and does not jump with one step's acceptance.
+It is reported as ``tau_eff`` (also when it is not used). ``effective_time_step=False`` branches with Δτ
+itself, as study 002's thesis did (its seed-faithful comparisons). The E_T feedback, E_ref's relaxation and
+the Zen cut keep Δτ.
 
 The mixed estimator of each step is Σ q E_L' / Σ q over the walkers before branching (the
 branching weights q are the walker weights); blocks are reblocked with those weights.
@@ -99,13 +112,15 @@ class DMC:
         system with capability ``fixed_node`` (fermions: node crossings rejected) the default driver is
         built on ``system.for_dmc()``; a driver passed here must already have been built on
         ``system.for_dmc()`` (as :class:`~qmckit.runs.DMCRun` does)
+    effective_time_step : branch with τ_eff (True, the default) or with Δτ (False; see the module doc)
     variants : study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
         passed to the default CPU sampler
     """
 
     def __init__(self, system, walkers, dt: float = 0.01, target_walkers: int | None = None,
                  feedback_time: float = FEEDBACK_TIME, reference_time: float | None = None, max_walkers: int | None = None,
-                 energy_cap: bool | float = 8.0, drift_cap: bool = True, seed=0, driver=None, **variants):
+                 energy_cap: bool | float = 8.0, drift_cap: bool = True, seed=0, driver=None,
+                 effective_time_step: bool = True, **variants):
         if reference_time is None:
             reference_time = feedback_time
         for name, value in (("dt", dt), ("feedback_time", feedback_time), ("reference_time", reference_time)):
@@ -129,6 +144,9 @@ class DMC:
         elif driver.sampler != "drift" or driver.dt != self.dt:
             raise ValueError("driver must use the drift sampler with the DMC time step")
         self.driver = driver
+        driver.track_diffusion = True  # the sampler sums the diffusion displacements (a GPU kernel variant)
+        self.effective_time_step = bool(effective_time_step)
+        self.diffusion_sums = [0.0, 0.0]  # Σ R²_proposed, Σ R²_accepted over every step at this Δτ (τ_eff)
         self.branch_states = _rng.seed_states(seed, 1)
         self.energies = self.driver.local_energies()
         self.reference_energy = float(np.mean(self.energies))
@@ -148,8 +166,15 @@ class DMC:
         self.energies = energies
 
     def set_dt(self, dt: float) -> None:
-        """Change Δτ (e.g. a few large steps to relax quickly, as in the thesis's Fig. 6.3b)."""
+        """Change Δτ (e.g. a few large steps to relax quickly, as in the thesis's Fig. 6.3b); τ_eff starts anew."""
         self.dt = self.driver.dt = float(dt)
+        self.diffusion_sums = [0.0, 0.0]
+
+    @property
+    def tau_eff(self) -> float:
+        """τ_eff = Δτ Σ R²_accepted / Σ R²_proposed over the steps at this Δτ so far (Δτ before the first)."""
+        proposed, accepted = self.diffusion_sums
+        return self.dt * accepted / proposed if proposed > 0 else self.dt
 
     def energy_cut(self) -> float:
         """E_cut of the branching factor (see the module doc); inf when ``energy_cap`` is False."""
@@ -171,6 +196,10 @@ class DMC:
         e_old = self.energies
         new, acceptance = self.driver.sweep(1)
         e_new = new[0]
+        proposed, accepted = self.driver.last_diffusion.sum(axis=1)
+        self.diffusion_sums[0] += float(proposed)
+        self.diffusion_sums[1] += float(accepted)
+        tau = self.tau_eff if self.effective_time_step else self.dt
 
         ok = np.isfinite(e_new)  # a non-finite position gives a non-finite energy
         removed = int(ok.size - ok.sum())
@@ -188,7 +217,7 @@ class DMC:
         else:
             shift = 0.5 * (e_old + e_new) - e_trial
         with np.errstate(over="ignore"):  # a runaway weight is bounded next; never more copies than max_walkers
-            q = np.minimum(np.exp(-self.dt * shift), self.max_walkers)
+            q = np.minimum(np.exp(-tau * shift), self.max_walkers)
         weight = float(q.sum())
         mixed = float(np.dot(q, e_new) / weight)
         self.best_sums[0] += weight * mixed

@@ -12,6 +12,11 @@ A sampler owns a walker ensemble (:class:`~qmckit.walkers.Walkers`) of one conti
     branch(index, children, source_states)  DMC branching: keep ``walkers[index]``; the rows ``children``
                                             (copies) get streams forked from ``source_states``
     walkers, sampler ("brute" | "drift"), dt, step, target_acceptance
+    track_diffusion                         set True to have ``sweep`` sum the drift moves' squared diffusion
+                                            displacements (DMC's effective time step; a GPU sweeper then runs
+                                            a kernel variant that does, the CPU always does)
+    last_diffusion                          (2, W) of the last sweep: Σ over the proposed (row 0) and the
+                                            accepted (row 1) moves of |r' − r − Δt s v|² (None if not tracked)
 
 Registered samplers, by backend: ``"cpu"`` — :class:`~qmckit.samplers.cpu.CpuSampler`, generic over any
 system's kernels (moves ``brute`` and ``drift``); ``"cuda"`` — :class:`~qmckit.samplers.cuda.CudaSampler`,

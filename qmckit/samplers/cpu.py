@@ -55,6 +55,8 @@ class CpuSampler:
         self.target_acceptance = target_acceptance
         self.drift_cap = bool(drift_cap)
         self.variant = variant_flags(green, accept_uniform, hard_core)
+        self.track_diffusion = True  # the CPU sweep always sums the diffusion displacements (last_diffusion)
+        self.last_diffusion = None
         if self.variant & VARIANT_ALL_PARTICLE_GF:
             require(system, "green_all", "green 'all' (study 002's all-particle Green's function)")
         self._p = system.kernel_params
@@ -76,15 +78,16 @@ class CpuSampler:
     def sweep(self, n_sweeps: int, measure: bool = True):
         """Run ``n_sweeps`` sweeps of N single-particle moves on every walker.
 
-        Returns ``(energies (n_sweeps or 0, W), acceptance)``.
+        Returns ``(energies (n_sweeps or 0, W), acceptance)``; ``last_diffusion`` (2, W) holds this call's
+        Σ squared diffusion displacements of the proposed (row 0) and accepted (row 1) drift moves.
         """
         w = self.walkers
         energies = np.empty((n_sweeps if measure else 0, w.n_walkers))
         accepted = np.zeros(w.n_walkers, dtype=np.int64)
+        self.last_diffusion = np.zeros((2, w.n_walkers))
         self._kernels.sweeps(w.positions, w.caches, w.rng_states, self._p, n_sweeps,
-                     BRUTE if self.sampler == "brute" else DRIFT, self.step, self.dt * self._hbar2_over_m,
-                     self.drift_cap,
-                     self.variant, energies, accepted)
+                             BRUTE if self.sampler == "brute" else DRIFT, self.step, self.dt * self._hbar2_over_m,
+                             self.drift_cap, self.variant, energies, accepted, self.last_diffusion)
         proposed = n_sweeps * w.n_walkers * w.n_particles
         return energies, (accepted.sum() / proposed if proposed else 0.0)
 

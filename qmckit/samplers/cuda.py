@@ -59,6 +59,22 @@ class CudaSampler:
     def walkers(self, walkers):
         s = self._sweeper
         self._sweeper = self._sweeper_class(self.system, walkers, dt=s.dt, step=s.step, **self._options)
+        self._sweeper.track_diffusion = s.track_diffusion
+
+    @property
+    def track_diffusion(self) -> bool:
+        """Whether sweeps sum the squared diffusion displacements (a kernel variant that does; for DMC)."""
+        return self._sweeper.track_diffusion
+
+    @track_diffusion.setter
+    def track_diffusion(self, value: bool) -> None:
+        self._sweeper.track_diffusion = bool(value)
+
+    @property
+    def last_diffusion(self):
+        """(2, W) Σ squared diffusion displacements of the last sweep's proposed and accepted moves (None
+        unless ``track_diffusion``)."""
+        return self._sweeper.last_diffusion
 
     @property
     def dt(self) -> float:
