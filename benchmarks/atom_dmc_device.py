@@ -39,13 +39,15 @@ PLAN = [
 ]
 
 
-def add_feedback_option(parser) -> None:
-    """--feedback-time (the DMC population feedback τ_fb in ħ/E_h) and --no-tau-eff (branch with Δτ, not τ_eff):
-    the DMC options :func:`dmc_point` reads."""
+def add_dmc_options(parser) -> None:
+    """--feedback-time (the DMC population feedback τ_fb in ħ/E_h), --no-tau-eff (branch with Δτ, not τ_eff) and
+    --nuclear-moves (Umrigar–Nightingale–Runge moves near the nuclei): the DMC options :func:`dmc_point` reads."""
     parser.add_argument("--feedback-time", dest="feedback_time", type=float, default=FEEDBACK_TIME,
                         help=f"DMC population feedback time τ_fb, ħ/E_h (qmckit's default {FEEDBACK_TIME})")
     parser.add_argument("--no-tau-eff", dest="effective_time_step", action="store_false",
                         help="branch with Δτ itself, not the effective time step τ_eff")
+    parser.add_argument("--nuclear-moves", dest="nuclear_moves", action="store_true",
+                        help="drift moves near the nuclei by Umrigar–Nightingale–Runge 1993")
 
 
 def run_point(element, dt, cap, args):
@@ -59,7 +61,8 @@ def dmc_point(system, params, dt, cap, args):
     cfg = RunConfig(system=system, params=params, method="dmc", backend=args.backend,
                     walkers=args.walkers, dt=dt, steps=max(1, round(args.measure / dt)),
                     dmc_equilibration=round(args.equilibrate / dt), seed=args.seed, energy_cap=cap,
-                    feedback_time=args.feedback_time, effective_time_step=args.effective_time_step)
+                    feedback_time=args.feedback_time, effective_time_step=args.effective_time_step,
+                    nuclear_moves=args.nuclear_moves)
     start = time.perf_counter()
     run = make_run(cfg)
     result = run.run()
@@ -84,7 +87,7 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--en-cusp", action="store_true", help="trial functions with the e–n cusp factor")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
-    add_feedback_option(parser)
+    add_dmc_options(parser)
     parser.add_argument("--plan", default=None,
                         help='e.g. "Ne:0.0025,0.00125:8;Be:0.01:zen,off" (element:Δτ list:cap list; cap zen, off or c)')
     args = parser.parse_args()
@@ -113,7 +116,8 @@ def main():
     lines = [f"# Fixed-node DMC of atoms on the GPU — {date.today().isoformat()}", "",
              f"{args.walkers} walkers, {args.equilibrate} ħ/E_h of DMC equilibration and {args.measure} ħ/E_h measured per "
              f"point, backend {points[0]['backend'] if points else '?'}, e–n cusp factor {'on' if args.en_cusp else 'off'}, "
-             f"feedback time {args.feedback_time}, branching with {'τ_eff' if args.effective_time_step else 'Δτ'}; "
+             f"feedback time {args.feedback_time}, branching with {'τ_eff' if args.effective_time_step else 'Δτ'}, "
+             f"{'UNR moves near the nucleus' if args.nuclear_moves else 'plain drift moves'}; "
              f"command `{shlex.join(['python', 'benchmarks/atom_dmc_device.py', *sys.argv[1:]])}`.", "",
              "| atom | Δτ | cut | E (E_h) | population | acceptance | τ_eff/Δτ | wall |",
              "|---|---:|---|---:|---:|---:|---:|---:|"]

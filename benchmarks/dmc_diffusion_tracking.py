@@ -8,6 +8,7 @@ keeps the kernels it had. For every walker kernel DMC runs on the GPU this scrip
    back to the host) with the VMC kernel and with the tracking kernel, interleaved in one process, and gives
    the median of each, their ratio, both kernels' registers per thread and the host CPU's sweep of the same
    walkers (all cores, and the ratio);
+   (the "UNR" row: both with the moves near the nucleus, RunConfig(nuclear_moves=True));
 2. runs a short DMC on the GPU and on the CPU from one seed (the twins): the populations must be equal, the
    energies agree to 1e-9 relative and τ_eff to 1e-12.
 
@@ -47,6 +48,7 @@ CASES = [
     ("He, e–n cusp factor", "atom", dict(element="He", en_cusp=True), 0.01, None, 20),
     ("He", "atom", dict(element="He"), 0.01, None, 20),
     ("Be", "atom", dict(element="Be"), 0.01, None, 20),
+    ("He, UNR moves near the nucleus", "atom", dict(element="He", en_cusp=True), 0.01, None, 20),
     ("quantum dot N = 6, 2D", "qdot", dict(n=6, dim=2, omega=1.0), 0.01, None, 20),
     ("bosons B2 (N = 20, thread per walker)", "bec", _B2, 0.01, None, 20),
     ("bosons B4 (N = 500, block per walker)", "bec", _B4, 0.01, 2000, 400),  # 20 sweeps: the population dies
@@ -60,9 +62,9 @@ def sweep_seconds(sampler, track: bool) -> float:
     return time.perf_counter() - start
 
 
-def time_case(system, walkers: int, dt: float, reps: int, cpu_reps: int) -> dict:
+def time_case(system, walkers: int, dt: float, reps: int, cpu_reps: int, nuclear_moves: bool = False) -> dict:
     start = Walkers.from_positions(system.initial_positions(walkers, np.random.default_rng(1)), 2, 0)
-    gpu = make_sampler(system.for_dmc(), start.copy(), "cuda", sampler="drift", dt=dt)
+    gpu = make_sampler(system.for_dmc(), start.copy(), "cuda", sampler="drift", dt=dt, nuclear_moves=nuclear_moves)
     for track in (False, True, False, True):  # compile both variants and equilibrate a little
         sweep_seconds(gpu, track)
     times = {False: [], True: []}
@@ -79,7 +81,7 @@ def time_case(system, walkers: int, dt: float, reps: int, cpu_reps: int) -> dict
         registers = {k: cuda_atom._regs(sweeper._select_kernels(track)["sweep"])
                      for k, track in (("vmc", False), ("track", True))}
     host = Walkers.from_positions(system.initial_positions(walkers, np.random.default_rng(1)), 2, system.cache_size())
-    cpu = make_sampler(system.for_dmc(), host, "cpu", sampler="drift", dt=dt)
+    cpu = make_sampler(system.for_dmc(), host, "cpu", sampler="drift", dt=dt, nuclear_moves=nuclear_moves)
     cpu.sweep(1)  # compile
     cpu_times = []
     for _ in range(cpu_reps):
@@ -93,11 +95,12 @@ def time_case(system, walkers: int, dt: float, reps: int, cpu_reps: int) -> dict
             "cpu_over_gpu": cpu_s / track, "all_vmc_s": times[False], "all_tracking_s": times[True]}
 
 
-def twin_case(name: str, params: dict, dt: float, equilibration: int) -> dict:
+def twin_case(name: str, params: dict, dt: float, equilibration: int, nuclear_moves: bool = False) -> dict:
     results = {}
     for backend in ("cuda", "cpu"):
         cfg = RunConfig(system=name, params=params, method="dmc", backend=backend, walkers=64, steps=40,
-                        equilibration=equilibration, dmc_equilibration=10, block=20, dt=dt, seed=5)
+                        equilibration=equilibration, dmc_equilibration=10, block=20, dt=dt, seed=5,
+                        nuclear_moves=nuclear_moves)
         run = make_run(cfg)
         result = run.run()
         results[backend] = {"tau_eff": result["tau_eff"], "population": run.series_of("population").tolist(),
@@ -128,8 +131,9 @@ def main():
         system = make_system(name, **params)
         row = {"case": label, "system": name, "params": params, "dt": dt}
         t0 = time.perf_counter()
-        row |= time_case(system, min(walkers or args.walkers, args.walkers), dt, args.reps, args.cpu_reps)
-        row |= twin_case(name, params, dt, equilibration)
+        unr = "UNR" in label
+        row |= time_case(system, min(walkers or args.walkers, args.walkers), dt, args.reps, args.cpu_reps, unr)
+        row |= twin_case(name, params, dt, equilibration, unr)
         row["case_s"] = time.perf_counter() - t0
         rows.append(row)
         print(f"[tracking] {label}: VMC kernel {row['vmc_kernel_s'] * 1e3:.3f} ms, tracking {row['tracking_kernel_s'] * 1e3:.3f}"

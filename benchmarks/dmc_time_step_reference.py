@@ -9,6 +9,8 @@ unweighted linear fit E(Δτ) = E₀ + b Δτ with its propagated covariance, th
 
     python benchmarks/dmc_time_step_reference.py            # ≈ 5 min on the 2-core VM
     python benchmarks/dmc_time_step_reference.py --quick    # 20× less work, writes nothing
+    python benchmarks/dmc_time_step_reference.py --nuclear-moves   # the same with Umrigar–Nightingale–Runge moves
+                                                                   # near the nucleus: data/dmc_time_step_he_unr.json
 """
 from __future__ import annotations
 
@@ -32,14 +34,15 @@ DTS = (0.1, 0.05, 0.025)
 FEEDBACK_TIME = 1.0
 
 
-def series(dts, walkers: int, time_units: float, seed: int) -> list[dict]:
+def series(dts, walkers: int, time_units: float, seed: int, nuclear_moves: bool = False) -> list[dict]:
     """DMC at each Δτ: ``walkers`` walkers for ``time_units`` ħ/E_h measured after 2 ħ/E_h of DMC equilibration."""
     points = []
     for k, dt in enumerate(dts):
         steps = round(time_units / dt)
         run = make_run(RunConfig(system="atom", params=PARAMS, method="dmc", walkers=walkers, steps=steps, dt=dt,
                                  seed=seed + k, backend="cpu", feedback_time=FEEDBACK_TIME,
-                                 dmc_equilibration=round(2.0 / dt), block=max(1, steps // 50)))
+                                 dmc_equilibration=round(2.0 / dt), block=max(1, steps // 50),
+                                 nuclear_moves=nuclear_moves))
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -77,8 +80,9 @@ def main(argv=None) -> int:
     ap.add_argument("--walkers", type=int, default=4000)
     ap.add_argument("--time", type=float, default=1000.0, help="measured ħ/E_h per point")
     ap.add_argument("--seed", type=int, default=1993)
+    ap.add_argument("--nuclear-moves", action="store_true", help="UNR moves near the nucleus")
     args = ap.parse_args(argv)
-    points = series(DTS, args.walkers, args.time / (20 if args.quick else 1), args.seed)
+    points = series(DTS, args.walkers, args.time / (20 if args.quick else 1), args.seed, args.nuclear_moves)
     fit = linear_fit(points)
     for p in points:
         print(f"Δτ = {p['dt']}: E = {p['energy']:.5f} ± {p['error']:.5f} (τ_eff/Δτ {p['tau_eff'] / p['dt']:.4f}, "
@@ -87,13 +91,15 @@ def main(argv=None) -> int:
           f"slope {fit['slope']:.4f} ± {fit['slope_error']:.4f}, χ²/dof {fit['chi2_dof']:.2f}")
     if args.quick:
         return 0
-    out = {"description": "He atom DMC E(Δτ) (qmckit, CPU), study 002's ψ_T without the e–n cusp factor: the long "
-                          "reference series of tests/test_dmc_time_step.py",
-           "command": "python benchmarks/dmc_time_step_reference.py", "date": date.today().isoformat(),
+    out = {"description": "He atom DMC E(Δτ) (qmckit, CPU), study 002's ψ_T without the e–n cusp factor, "
+                          + ("UNR moves near the nucleus (tests/test_nuclear_moves.py)" if args.nuclear_moves else
+                             "plain drift moves: the long reference series of tests/test_dmc_time_step.py"),
+           "command": "python benchmarks/dmc_time_step_reference.py" + (" --nuclear-moves" if args.nuclear_moves else ""),
+           "date": date.today().isoformat(), "nuclear_moves": args.nuclear_moves,
            "machine": f"{platform.node() or 'host'} ({os.cpu_count()} cores; {platform.machine()})",
            "system": PARAMS, "feedback_time": FEEDBACK_TIME, "effective_time_step": True, "exact": EXACT,
            "seed": args.seed, "points": points, "linear_fit": fit}
-    path = REPO / "data" / "dmc_time_step_he.json"
+    path = REPO / "data" / ("dmc_time_step_he_unr.json" if args.nuclear_moves else "dmc_time_step_he.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
     print("written", path)
     return 0

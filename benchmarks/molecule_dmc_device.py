@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import pickle
+import shlex
 import sys
 import time
 import warnings
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from atom_dmc_device import add_feedback_option, dmc_point  # noqa: E402
+from atom_dmc_device import add_dmc_options, dmc_point  # noqa: E402
 from qmckit.stats import extrapolate, format_value_error  # noqa: E402
 from qmckit.systems import molecule  # noqa: E402
 from qmckit.systems.atom import REFERENCE_ENERGIES  # noqa: E402
@@ -66,7 +67,7 @@ def main():
     parser.add_argument("--plan", default=PLAN)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--backend", default="cpu")
-    add_feedback_option(parser)
+    add_dmc_options(parser)
     parser.add_argument("--rhf-cache", default=None, help="pickled RHF solutions to load (no PySCF needed)")
     parser.add_argument("--write-rhf-cache", default=None, help="compute the plan's RHF solutions and pickle them")
     parser.add_argument("--cusp", action="store_true",
@@ -109,8 +110,10 @@ def main():
     lines = [f"# Fixed-node DMC with RHF nodes (molecule system) — {date.today().isoformat()}", "",
              f"{args.walkers} walkers, {args.equilibrate} ħ/E_h of DMC equilibration and {args.measure} ħ/E_h measured per "
              f"point, energy cut 8 σ₀, {'cusp-corrected orbitals, no e–n Jastrow' if args.cusp else 'e–n Padé Jastrow'}, "
-             f"backend {args.backend} with {numba.get_num_threads()} numba threads on "
-             f"{os.cpu_count()} cores; command `python benchmarks/molecule_dmc_device.py`.", "",
+             f"{'UNR moves near the nuclei' if args.nuclear_moves else 'plain drift moves'}, branching with "
+             f"{'τ_eff' if args.effective_time_step else 'Δτ'}, backend {args.backend} with {numba.get_num_threads()} numba "
+             f"threads on {os.cpu_count()} cores; command "
+             f"`{shlex.join(['python', 'benchmarks/molecule_dmc_device.py', *sys.argv[1:]])}`.", "",
              "| system | Δτ | E (E_h) | E_RHF | population | acceptance | wall |", "|---|---:|---:|---:|---:|---:|---:|"]
     for p in points:
         lines.append(f"| {p['name']}/{p['basis']} | {p['dt']} | {format_value_error(p['energy'], p['error'])} | "

@@ -154,7 +154,8 @@ def thread_per_walker_report(keep: Path | None = None) -> list[dict]:
     f64, i64, u64 = nt.float64, nt.int64, nt.uint64
     a3, a4 = f64[:, :, ::1], f64[:, :, :, ::1]
     # CudaAtomSweeper.sweep's and recompute's launches: positions, T, DPHI, JG (walker-fastest), ...
-    sweep = (a3, a3, a4, a3, u64[:, ::1], f64[::1], i64, i64, f64, f64, i64, i64, f64[:, ::1], i64[::1], f64[:, ::1])
+    sweep = (a3, a3, a4, a3, u64[:, ::1], f64[::1], i64, i64, f64, f64, i64, i64, f64[:, ::1], i64[::1], f64[:, ::1],
+             f64[:, ::1])
     energy = (a3, a3, a4, a3, f64[::1], i64, f64[::1])
 
     def bec(real):  # CudaBosonSweeper.launch: positions (3, N, W), states, α, λ, a, …, energies, accepted, diffusion

@@ -188,6 +188,9 @@ def _add_method_options(p, system_class):
                    help="VMC: sweeps between measurements (study 004's m; default 1)")
     p.add_argument("--no-drift-cap", dest="drift_cap", action="store_false", default=None,
                    help="use the raw drift (exact either way; the cap only helps near hard-core contacts)")
+    p.add_argument("--nuclear-moves", dest="nuclear_moves", action="store_true", default=None,
+                   help="drift moves near nuclei by Umrigar–Nightingale–Runge 1993 (atom, molecule): smaller DMC "
+                        "time-step errors, exact VMC either way")
     p.add_argument("--green", choices=["moved", "all"], default=None,
                    help="Green's-function ratio: moved (exact, default) or all (study 002's variant)")
     p.add_argument("--accept-uniform", dest="accept_uniform", choices=["fresh", "reuse"], default=None,
@@ -219,7 +222,7 @@ def _add_method_options(p, system_class):
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
-_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap", "feedback_time", "effective_time_step", "walkers", "steps", "equilibration", "block", "seed",
+_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap", "feedback_time", "effective_time_step", "nuclear_moves", "walkers", "steps", "equilibration", "block", "seed",
              "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 
@@ -233,7 +236,7 @@ def _flag_for(message: str, system_class=None) -> str:
     name = message.split(" ", 1)[0]
     flags = {"equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
              "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every",
-             "feedback_time": "--feedback-time"}
+             "feedback_time": "--feedback-time", "nuclear_moves": "--nuclear-moves"}
     if system_class is not None:
         flags |= {info.name: info.flag for info in system_class.parameters()}
         if system_class.kind == "lattice":

@@ -20,6 +20,7 @@ from . import checkpoint as ckpt
 from .methods.dmc import DMC, FEEDBACK_TIME
 from .methods.run import Run
 from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
+from .samplers.cpu import nuclei_for_moves
 from .observables import DensityHistogram, density_summary
 from .stats import ShortSeriesWarning, estimate
 from .systems import make_system, system_class
@@ -64,6 +65,7 @@ class RunConfig:
     energy_cap: bool | float = 8.0  # DMC: cut E_L − E_T in branching at max(Zen, c σ₀) (True: Zen alone; see dmc)
     feedback_time: float = FEEDBACK_TIME  # DMC: τ_fb of the population feedback, in the system's time unit (see dmc)
     effective_time_step: bool = True  # DMC: branch with τ_eff = Δτ ⟨R²_acc⟩/⟨R²_prop⟩ (False: Δτ, as study 002)
+    nuclear_moves: bool = False     # drift moves near nuclei by Umrigar–Nightingale–Runge (atoms, molecules)
     walkers: int = 200
     steps: int = 1000
     equilibration: int | None = None
@@ -139,6 +141,10 @@ class RunConfig:
                              f"got {self.sampler!r}")
         if self.green == "all":
             require(system, "green_all", "green 'all' (study 002's all-particle Green's function)")
+        if self.nuclear_moves:
+            nuclei_for_moves(system, self.sampler, variant_flags(**self.variant_options()))
+            if self.backend == "cuda":
+                require(system, "gpu_nuclear_moves", "nuclear_moves on backend cuda")
         if self.backend == "cuda":
             check_gpu(system, self.sampler)  # Unsupported if the system has no GPU sampler for this move
             if variant_flags(**self.variant_options()):
@@ -189,7 +195,10 @@ class RunConfig:
             return self.lattice_config().resolved_backend()
         if variant_flags(**self.variant_options()) or self.density is not None:
             return "cpu"
-        return "cuda" if cuda_available(make_system(self.system, **self.params), self.sampler) else "cpu"
+        system = make_system(self.system, **self.params)
+        if self.nuclear_moves and not system.capabilities.gpu_nuclear_moves:
+            return "cpu"
+        return "cuda" if cuda_available(system, self.sampler) else "cpu"
 
     def variant_options(self) -> dict:
         return {"green": self.green, "accept_uniform": self.accept_uniform, "hard_core": self.hard_core}
@@ -221,7 +230,8 @@ class _Run(Run):
                                          0 if self.backend == "cuda" else self.system.cache_size())
         self.vmc = make_sampler(self.system, walkers, self.backend, sampler=config.sampler, dt=config.dt,
                                 step=config.step, target_acceptance=config.target_acceptance,
-                                drift_cap=config.drift_cap, dtype=config.dtype, **config.variant_options())
+                                drift_cap=config.drift_cap, dtype=config.dtype, nuclear_moves=config.nuclear_moves,
+                                **config.variant_options())
         self.density = config.make_density(self.system)
         self._start(config, checkpoint_path, self.SERIES + (("density",) if self.density is not None else ()))
 

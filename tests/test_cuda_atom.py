@@ -192,6 +192,32 @@ def _child() -> dict:
                            "accepted": int(acc_cpu.sum()),
                            "d_cache": float(np.abs(core(sg.caches_to_host(), 4) - core(wc.caches, 4)).max())}
 
+    # Umrigar–Nightingale–Runge moves near the nucleus (the nuclear_moves variant, with DMC's tracking too)
+    out["nuclear"] = {}
+    for element in ("He", "Be"):
+        system = Atom(element=element).for_dmc()
+        walkers = Walkers.from_positions(system.initial_positions(4, np.random.default_rng(6)), 21, system.cache_size())
+        wc, wg = walkers.copy(), walkers.copy()
+        cpu = VMC(system, wc, sampler="drift", dt=0.2, nuclear_moves=True)
+        gpu = cuda_atom.CudaAtomSweeper(system, wg, sampler="drift", dt=0.2, threads_per_block=2, nuclear_moves=True)
+        gpu.track_diffusion = True
+        acc_c, acc_g, e_c, e_g, diff_c, diff_g = [], [], [], [], np.zeros((2, 4)), np.zeros((2, 4))
+        for _ in range(3):
+            e_c.append(cpu.sweep(1)[0][0])
+            diff_c += cpu.last_diffusion
+            e_g.append(gpu.sweep(1)[0][0])
+            diff_g += gpu.last_diffusion
+            acc_g.append(gpu.last_accepted.tolist())
+        gpu.to_host()
+        plain = walkers.copy()
+        VMC(system, plain, sampler="drift", dt=0.2).sweep(3)
+        out["nuclear"][element] = {
+            "d_energy": float(np.abs(np.array(e_g) - np.array(e_c)).max()), "accepted": int(np.sum(acc_g)),
+            "d_pos": float(np.abs(wg.positions - wc.positions).max()),
+            "rng_equal": bool(np.array_equal(wg.rng_states, wc.rng_states)),
+            "d_diffusion": float(np.abs(diff_g - diff_c).max() / diff_c.max()),
+            "differs_from_plain": bool(np.abs(plain.positions - wc.positions).max() > 0)}
+
     # DMC: the GPU driver (device branching) against the CPU DMC on the same streams, Be, fixed node
     system = Atom(element="Be")
     dmc_records = []
@@ -391,6 +417,15 @@ def test_dmc_with_gpu_driver_equals_cpu_dmc(sim):
     assert dmc["rng_equal"]
     gpu_tau, cpu_tau, dt = dmc["tau_eff"]  # the tracking kernel's diffusion sums are the CPU's
     assert gpu_tau == pytest.approx(cpu_tau, rel=1e-12) and 0.5 * dt < cpu_tau < dt
+
+
+@pytest.mark.parametrize("element", ["He", "Be"])
+def test_nuclear_moves_twin(sim, element):
+    """The nuclear_moves kernel variant makes the CPU's UNR moves: same decisions and streams, positions and energies
+    to round-off, the same diffusion sums (and the moves are not the plain drift's)."""
+    r = sim["nuclear"][element]
+    assert r["rng_equal"] and r["d_pos"] < 1e-12 and r["d_energy"] < 1e-9 and r["d_diffusion"] < 1e-12, r
+    assert 0 < r["accepted"] < 3 * 4 * {"He": 2, "Be": 4}[element] and r["differs_from_plain"], r
 
 
 def test_runs_backend_cuda_equal_cpu_runs(sim):

@@ -71,6 +71,8 @@ def test_nonfinite_walkers_are_removed_and_reported():
     assert record.removed == 1
     assert np.isfinite(record.mixed_energy)
     assert np.isfinite(dmc.walkers.positions).all()
+    assert not np.isfinite(dmc.driver.last_diffusion).all()  # the removed walker's R² is nan ...
+    assert 0 < dmc.tau_eff <= dmc.dt  # ... and stays out of τ_eff
 
 
 def test_population_cap_warns_and_thins():

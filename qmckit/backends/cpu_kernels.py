@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from .. import rng as _rng
+from .nuclear_moves import nuclear_drift, nuclear_log_green, nuclear_propose  # noqa: F401  (template globals)
 from .specialise import specialise
 
 SAMPLERS = ("brute", "drift")
@@ -64,7 +65,7 @@ def drift_scale(v, dt, cap):
 # those names are the system's kernels and numba compiles and caches them.
 
 def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap, variant, energies, accepted,
-           diffusion):
+           diffusion, nuclei):
     """Run ``n_sweeps`` sweeps of N single-particle moves on every walker (in parallel).
 
     ``variant`` is 0 for exact Metropolis–Hastings or a bit mask of study 002's deviations
@@ -72,7 +73,9 @@ def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap,
     every sweep, or ``(0, W)`` to skip measuring; ``accepted`` ``(W,)`` receives accepted-move counts;
     ``diffusion`` ``(2, W)`` receives, for the drift sampler, Σ |r' − r − Δt s v|² (the squared diffusion
     displacement Δt|χ|² of each move, in length²) over the proposed moves (row 0) and the accepted ones
-    (row 1): their ratio gives DMC's effective time step (:mod:`qmckit.methods.dmc`).
+    (row 1): their ratio gives DMC's effective time step (:mod:`qmckit.methods.dmc`). ``nuclei`` (M, 4) [x, y, z, Z]:
+    with M > 0 the drift moves are Umrigar–Nightingale–Runge's near the nuclei (:mod:`.nuclear_moves`; then R² is
+    |r' − r''|² from the drifted point), with M = 0 the plain drift moves above.
     """
     W, N, d = positions.shape
     measure = energies.shape[0] > 0
@@ -80,12 +83,15 @@ def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap,
     gf_all = (variant & VARIANT_ALL_PARTICLE_GF) != 0
     reuse_uniform = (variant & VARIANT_REUSE_UNIFORM) != 0
     redraw = (variant & VARIANT_REDRAW) != 0
+    near_nuclei = nuclei.shape[0] > 0
     for w in nb.prange(W):
         R = positions[w]
         cache = caches[w]
         r_new = np.empty(d)
         g_old = np.empty(d)
         g_new = np.empty(d)
+        drifted = np.empty(3)
+        drifted_back = np.empty(3)
         n_acc = 0
         r2_proposed = 0.0
         r2_accepted = 0.0
@@ -100,6 +106,18 @@ def sweeps(positions, caches, states, p, n_sweeps, sampler, step, dt, drift_cap,
                         if not redraw or log_ratio > -np.inf:
                             break
                     log_accept = 2.0 * log_ratio
+                    u = _rng.uniform(states, w)
+                elif near_nuclei:
+                    gradient(R, p, cache, i, g_old)
+                    k_old, p_old, zeta_old = nuclear_drift(R[i], g_old, dt, nuclei, drifted)
+                    forward = nuclear_propose(states, w, drifted, k_old, p_old, zeta_old, nuclei, dt, r_new)
+                    log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                    log_accept = -np.inf
+                    if log_ratio > -np.inf:
+                        k_new, p_new, zeta_new = nuclear_drift(r_new, g_new, dt, nuclei, drifted_back)
+                        log_accept = (2.0 * log_ratio
+                                      + nuclear_log_green(R[i], drifted_back, k_new, p_new, zeta_new, nuclei, dt)
+                                      - nuclear_log_green(r_new, drifted, k_old, p_old, zeta_old, nuclei, dt))
                     u = _rng.uniform(states, w)
                 else:
                     gradient(R, p, cache, i, g_old)
@@ -181,7 +199,8 @@ def kernels_for(system_class):
     """The compiled (and disk-cached) sweep kernels for one system class: ``sweeps``, ``recompute_all``,
     ``local_energies``."""
     return specialise(sys.modules[__name__], _SWEEP_TEMPLATES,
-                      ("_rng", "drift_scale", "BRUTE", "DRIFT", "VARIANT_ALL_PARTICLE_GF",
+                      ("_rng", "drift_scale", "nuclear_drift", "nuclear_propose", "nuclear_log_green", "BRUTE", "DRIFT",
+                       "VARIANT_ALL_PARTICLE_GF",
                        "VARIANT_REUSE_UNIFORM", "VARIANT_REDRAW", "MAX_REDRAWS"), system_class,
                       dict.fromkeys(_SWEEP_TEMPLATES, _PARALLEL), "vmc")
 

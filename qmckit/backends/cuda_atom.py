@@ -156,7 +156,7 @@ def _device_functions(en_cusp: bool) -> dict:
     return {**helpers, **atom_twins, "cache_views": atom_ns["cache_views"], "drift_scale": shared["drift_scale"]}
 
 
-def kernels(en_cusp: bool = True, track_diffusion: bool = False) -> dict:
+def kernels(en_cusp: bool = True, track_diffusion: bool = False, nuclear_moves: bool = False) -> dict:
     """The compiled-on-demand kernels: ``sweep`` (thread per walker) and ``energy`` (rebuild the
     caches and, with ``measure``, write every walker's local energy).
 
@@ -165,12 +165,27 @@ def kernels(en_cusp: bool = True, track_diffusion: bool = False) -> dict:
     general kernels, correct for every parameter vector. :class:`CudaAtomSweeper` picks the
     variant from its system's parameters. ``track_diffusion``: the sweep also writes
     ``diffusion[0|1, w]`` ((3, W); row 2 is scratch), Σ squared diffusion displacements of the proposed | accepted drift moves (DMC's
-    effective time step); without it that code is compiled out. One set of kernels per variant (cached)."""
-    return _kernels(bool(en_cusp), bool(track_diffusion))
+    effective time step); without it that code is compiled out. ``nuclear_moves``: the drift moves are
+    Umrigar–Nightingale–Runge's near the nucleus (:mod:`qmckit.backends.nuclear_moves`, twins of the CPU's; the
+    nucleus is the kernel's last argument, ``nuclei`` (1, 4)). One set of kernels per variant (cached)."""
+    return _kernels(bool(en_cusp), bool(track_diffusion), bool(nuclear_moves))
 
 
 @functools.lru_cache(maxsize=None)
-def _kernels(en_cusp: bool, track_diffusion: bool = False) -> dict:
+def nuclear_twins() -> dict:
+    """CUDA twins of :mod:`qmckit.backends.nuclear_moves` (drawing from the device generator)."""
+    from . import cuda_rng, nuclear_moves
+
+    ns = dict(vars(nuclear_moves))
+    ns["_rng"] = cuda_rng  # uniform(st, 0) and normal_pair(st, 0): the device twins of qmckit.rng's
+    twins = {}
+    for name in ("nuclear_drift", "nuclear_propose", "nuclear_log_green"):
+        twins[name] = ns[name] = _twin(getattr(nuclear_moves, name), ns, cuda_rng._DEVICE_KW)
+    return twins
+
+
+@functools.lru_cache(maxsize=None)
+def _kernels(en_cusp: bool, track_diffusion: bool = False, nuclear_moves: bool = False) -> dict:
     import numba
 
     c = _cuda()
@@ -191,14 +206,20 @@ def _kernels(en_cusp: bool, track_diffusion: bool = False) -> dict:
     BRUTE = _BRUTE
     MAXN, MAXO, NP = MAX_ELECTRONS, MAX_ORBITALS, N_PARAMS
     TRACK = track_diffusion  # a compile-time constant: without it the tracking code is dead
+    NUCLEAR = nuclear_moves  # the same for the moves near the nucleus
+    if NUCLEAR:
+        nuclear = nuclear_twins()
+        nuclear_drift, nuclear_propose = nuclear["nuclear_drift"], nuclear["nuclear_propose"]
+        nuclear_log_green = nuclear["nuclear_log_green"]
 
     @c.jit
     def sweep_thread_per_walker(pos, cT, cD, cJ, states, params, n_sweeps, sampler, step, dt, cap, measure,
-                                energies, accepted, diffusion):
+                                energies, accepted, diffusion, nuclei):
         """pos (N, 3, W); cT (N, n, W); cD (N, n, 3, W); cJ (N, 3, W); states (2, W) uint64;
         params (8,) = Atom.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,); diffusion
-        (3, W): Σ R² proposed, Σ R² accepted, this move's R², written only by the ``track_diffusion`` variant (last, so the other arguments keep their
-        places in the parameter bank)."""
+        (3, W): Σ R² proposed, Σ R² accepted, this move's R², written only by the ``track_diffusion`` variant;
+        nuclei (1, 4), read only by the ``nuclear_moves`` variant (the variants' arguments come last, so the
+        others keep their places in the parameter bank)."""
         w = cuda.grid(1)
         if w >= pos.shape[2]:
             return
@@ -223,6 +244,9 @@ def _kernels(en_cusp: bool, track_diffusion: bool = False) -> dict:
         for k in range(3):
             g_old[k] = 0.0
             g_new[k] = 0.0
+        if NUCLEAR:
+            drifted = cuda.local.array(3, f8)
+            drifted_back = cuda.local.array(3, f8)
         st = cuda.local.array((1, 2), u64)
         st[0, 0] = states[0, w]
         st[0, 1] = states[1, w]
@@ -240,6 +264,20 @@ def _kernels(en_cusp: bool, track_diffusion: bool = False) -> dict:
                         r_new[k] = R[i, k] + step * (uniform(st, 0) - 0.5)
                     log_ratio = test_move(R, p, cache, i, r_new, g_new)
                     log_accept = 2.0 * log_ratio
+                elif NUCLEAR:
+                    gradient(R, p, cache, i, g_old)
+                    k_old, p_old, zeta_old = nuclear_drift(R[i], g_old, dt, nuclei, drifted)
+                    forward = nuclear_propose(st, 0, drifted, k_old, p_old, zeta_old, nuclei, dt, r_new)
+                    log_ratio = test_move(R, p, cache, i, r_new, g_new)
+                    log_accept = NEG_INF
+                    if log_ratio > NEG_INF:
+                        k_new, p_new, zeta_new = nuclear_drift(r_new, g_new, dt, nuclei, drifted_back)
+                        log_accept = (2.0 * log_ratio
+                                      + nuclear_log_green(R[i], drifted_back, k_new, p_new, zeta_new, nuclei, dt)
+                                      - nuclear_log_green(r_new, drifted, k_old, p_old, zeta_old, nuclei, dt))
+                    if TRACK:
+                        diffusion[0, w] += forward
+                        diffusion[2, w] = forward
                 else:
                     gradient(R, p, cache, i, g_old)
                     scale_old = drift_scale(g_old, dt, cap)
@@ -330,7 +368,8 @@ class CudaAtomSweeper:
     """
 
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
-                 drift_cap: bool = True, layout: str = "auto", dtype=np.float64, threads_per_block=None):
+                 drift_cap: bool = True, layout: str = "auto", dtype=np.float64, threads_per_block=None,
+                 nuclear_moves: bool = False):
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
         if layout not in LAYOUTS:
@@ -361,6 +400,9 @@ class CudaAtomSweeper:
         self.shared_bytes = 0
         self.blocks = (walkers.n_walkers + threads - 1) // threads
         self._params_host = np.ascontiguousarray(system.kernel_params, dtype=np.float64)
+        self.nuclear_moves = bool(nuclear_moves)  # the drift moves near the nucleus (a kernel variant)
+        self._nuclei_host = np.ascontiguousarray(system.nuclei() if nuclear_moves else np.zeros((1, 4)),
+                                                 dtype=np.float64)
         self._k = self._select_kernels()
         self._energies = {}
         self.last_accepted = np.zeros(walkers.n_walkers, dtype=np.int64)
@@ -383,7 +425,7 @@ class CudaAtomSweeper:
         # the e–n cusp factor's code is compiled in only where the parameters switch it on (the
         # kernels read exactly this vector, so its flag, = system.params.en_cusp, decides)
         self.en_cusp_code = bool(self._params_host[_P_EN] != 0.0)
-        return kernels(en_cusp=self.en_cusp_code, track_diffusion=track_diffusion)
+        return kernels(en_cusp=self.en_cusp_code, track_diffusion=track_diffusion, nuclear_moves=self.nuclear_moves)
 
     # --- data movement -------------------------------------------------------------------------
     def _allocate_caches(self, W: int) -> None:
@@ -403,6 +445,7 @@ class CudaAtomSweeper:
         c = _cuda()
         w = self.walkers
         self._params = c.to_device(self._params_host)
+        self._nuclei = c.to_device(self._nuclei_host)
         self._pos = c.to_device(np.ascontiguousarray(w.positions.transpose(1, 2, 0), dtype=np.float64))
         self._states = c.to_device(np.ascontiguousarray(w.rng_states.T, dtype=np.uint64))
         self._allocate_caches(w.n_walkers)
@@ -511,7 +554,7 @@ class CudaAtomSweeper:
             sweep[self.blocks, self.threads](
                 self._pos, self._T, self._DPHI, self._JG, self._states, self._params, int(n_sweeps),
                 _BRUTE if self.sampler == "brute" else _DRIFT, float(self.step), float(self.dt), int(self.drift_cap),
-                int(bool(measure)), energies, self._accepted, diffusion)
+                int(bool(measure)), energies, self._accepted, diffusion, self._nuclei)
         return energies
 
     def sweep(self, n_sweeps: int, measure: bool = True):

@@ -85,10 +85,11 @@ def kernels(track_diffusion: bool = False) -> dict:
 
     @c.jit
     def sweep_thread_per_walker(pos, cT, cD, cJ, states, params, n_sweeps, sampler, step, dt, cap, measure,
-                                energies, accepted, diffusion):
+                                energies, accepted, diffusion, nuclei):
         """pos (N, d, W); cT (N, n, W); cD (N, n, d, W); cJ (N, d, W); states (2, W) uint64;
         params = QuantumDot.kernel_params; energies (≥ n_sweeps if measure, W); accepted (W,); diffusion
-        (3, W) as in :mod:`qmckit.backends.cuda_atom`, written only by the ``track_diffusion`` variant."""
+        (3, W) as in :mod:`qmckit.backends.cuda_atom`, written only by the ``track_diffusion`` variant; nuclei:
+        unused (a dot has none; the atoms' launch passes it)."""
         w = cuda.grid(1)
         if w >= pos.shape[2]:
             return

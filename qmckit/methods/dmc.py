@@ -196,13 +196,14 @@ class DMC:
         e_old = self.energies
         new, acceptance = self.driver.sweep(1)
         e_new = new[0]
-        proposed, accepted = self.driver.last_diffusion.sum(axis=1)
-        self.diffusion_sums[0] += float(proposed)
-        self.diffusion_sums[1] += float(accepted)
-        tau = self.tau_eff if self.effective_time_step else self.dt
 
         ok = np.isfinite(e_new)  # a non-finite position gives a non-finite energy
         removed = int(ok.size - ok.sum())
+        diffusion = self.driver.last_diffusion
+        proposed, accepted = (diffusion[:, ok] if removed else diffusion).sum(axis=1)  # a removed walker's R² too may be nan
+        self.diffusion_sums[0] += float(proposed)
+        self.diffusion_sums[1] += float(accepted)
+        tau = self.tau_eff if self.effective_time_step else self.dt
         if removed:
             if not ok.any():
                 raise FloatingPointError("DMC: every walker became non-finite")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.cpu_kernels import SAMPLERS, variant_flags
+from ..systems.protocol import Unsupported
 from .cpu import CpuSampler, equilibrate, evaluate_configurations
 
 BACKENDS = ("cpu", "cuda")
@@ -36,27 +37,30 @@ BACKENDS = ("cpu", "cuda")
 
 def make_sampler(system, walkers, backend: str = "cpu", *, sampler: str = "drift", dt: float = 0.05,
                  step: float = 1.0, target_acceptance: float = 0.5, drift_cap: bool = True, dtype=np.float64,
-                 **variants):
+                 nuclear_moves: bool = False, **variants):
     """The sampler of ``backend`` ("cpu" or "cuda") for ``system`` on ``walkers``.
 
     ``variants`` are study 002's Metropolis deviations (``green``, ``accept_uniform``, ``hard_core``),
-    CPU only; ``dtype`` (float64 or float32) is for the GPU."""
+    CPU only; ``dtype`` (float64 or float32) is for the GPU; ``nuclear_moves``: the drift sampler's
+    Umrigar–Nightingale–Runge moves near the system's nuclei (:mod:`qmckit.backends.nuclear_moves`)."""
     if sampler in system.capabilities.samplers:
         if variant_flags(**variants):
             raise ValueError(f"study 002's Metropolis variants go with the brute and drift samplers, not {sampler!r}")
+        if nuclear_moves:
+            raise Unsupported(f"nuclear_moves go with the drift sampler, not {sampler!r}")
         return _load(system.capabilities.samplers[sampler])(system, walkers, backend=backend, step=step, dt=dt,
                                                             target_acceptance=target_acceptance, dtype=dtype)
     if backend == "cuda":
         from .cuda import CudaSampler
 
         return CudaSampler(system, walkers, sampler=sampler, dt=dt, step=step, target_acceptance=target_acceptance,
-                           drift_cap=drift_cap, dtype=np.dtype(dtype), **variants)
+                           drift_cap=drift_cap, dtype=np.dtype(dtype), nuclear_moves=nuclear_moves, **variants)
     if backend != "cpu":
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if np.dtype(dtype) != np.float64:
         raise ValueError("dtype float32 exists only for backend cuda")
     return CpuSampler(system, walkers, sampler=sampler, dt=dt, step=step, target_acceptance=target_acceptance,
-                      drift_cap=drift_cap, **variants)
+                      drift_cap=drift_cap, nuclear_moves=nuclear_moves, **variants)
 
 
 def _load(path: str):

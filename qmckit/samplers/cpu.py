@@ -14,7 +14,7 @@ import numpy as np
 from ..backends.cpu_kernels import (BRUTE, DRIFT, SAMPLERS, VARIANT_ALL_PARTICLE_GF, evaluation_kernels_for, kernels_for,
                                     variant_flags)
 from ..rng import fork_from
-from ..systems.protocol import require
+from ..systems.protocol import Unsupported, require
 
 
 class CpuSampler:
@@ -34,11 +34,13 @@ class CpuSampler:
         over all particles, doubt D1)
     accept_uniform : "fresh" (exact) or "reuse" (study 002's reuse of the Box–Muller angle, D2)
     hard_core : "reject" (exact) or "redraw" (study 002's redraw until allowed, D5)
+    nuclear_moves : drift moves near the system's nuclei by Umrigar–Nightingale–Runge
+        (:mod:`qmckit.backends.nuclear_moves`; atoms and molecules; exact either way, smaller DMC time-step errors)
     """
 
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
                  target_acceptance: float = 0.5, drift_cap: bool = True, green: str = "moved",
-                 accept_uniform: str = "fresh", hard_core: str = "reject"):
+                 accept_uniform: str = "fresh", hard_core: str = "reject", nuclear_moves: bool = False):
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
         if not (dt > 0 and math.isfinite(dt)):
@@ -55,6 +57,8 @@ class CpuSampler:
         self.target_acceptance = target_acceptance
         self.drift_cap = bool(drift_cap)
         self.variant = variant_flags(green, accept_uniform, hard_core)
+        self.nuclear_moves = bool(nuclear_moves)
+        self._nuclei = nuclei_for_moves(system, sampler, self.variant) if nuclear_moves else np.zeros((0, 4))
         self.track_diffusion = True  # the CPU sweep always sums the diffusion displacements (last_diffusion)
         self.last_diffusion = None
         if self.variant & VARIANT_ALL_PARTICLE_GF:
@@ -87,7 +91,7 @@ class CpuSampler:
         self.last_diffusion = np.zeros((2, w.n_walkers))
         self._kernels.sweeps(w.positions, w.caches, w.rng_states, self._p, n_sweeps,
                              BRUTE if self.sampler == "brute" else DRIFT, self.step, self.dt * self._hbar2_over_m,
-                             self.drift_cap, self.variant, energies, accepted, self.last_diffusion)
+                             self.drift_cap, self.variant, energies, accepted, self.last_diffusion, self._nuclei)
         proposed = n_sweeps * w.n_walkers * w.n_particles
         return energies, (accepted.sum() / proposed if proposed else 0.0)
 
@@ -108,6 +112,17 @@ class CpuSampler:
         if len(children):
             fork_from(source_states, walkers.rng_states, children)
         self.walkers = walkers
+
+
+def nuclei_for_moves(system, sampler: str, variant: int = 0) -> np.ndarray:
+    """The (M, 4) nuclei that ``nuclear_moves`` moves around; Unsupported in one line where there are none or the
+    combination cannot be (a move other than drift, study 002's variants, ħ²/m ≠ 1)."""
+    nuclei = np.ascontiguousarray(system.nuclei(), dtype=np.float64)
+    if nuclei.shape[0] == 0 or nuclei.shape[1:] != (4,):
+        raise Unsupported(f"nuclear_moves need nuclei, and system {type(system).name!r} has none (atoms and molecules have)")
+    if sampler != "drift" or variant or system.hbar2_over_m != 1.0:
+        raise Unsupported("nuclear_moves go with the exact drift sampler (no brute moves, no study 002 variants)")
+    return nuclei
 
 
 def equilibrate(driver, n_sweeps: int, chunk: int = 10) -> float:

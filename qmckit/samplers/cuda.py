@@ -15,7 +15,7 @@ import numpy as np
 from ..backends.cpu_kernels import kernels_for, variant_flags
 from ..rng import fork_from
 from ..systems.protocol import require
-from .cpu import equilibrate
+from .cpu import equilibrate, nuclei_for_moves
 
 
 def sweeper_class(system):
@@ -40,13 +40,17 @@ class CudaSampler:
 
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
                  target_acceptance: float = 0.5, drift_cap: bool = True, dtype=np.float64, layout: str = "auto",
-                 **variants):
+                 nuclear_moves: bool = False, **variants):
         if variant_flags(**variants):
             raise ValueError("backend cuda runs exact Metropolis–Hastings only; study 002's variants need backend cpu")
         self.system = system  # the sweeper validates sampler, dt and step
         self.sampler = sampler
         self.target_acceptance = target_acceptance
         self._options = dict(sampler=sampler, drift_cap=drift_cap, dtype=dtype, layout=layout)
+        if nuclear_moves:  # only a sweeper that has them takes the option
+            nuclei_for_moves(system, sampler)
+            require(system, "gpu_nuclear_moves", "nuclear_moves on backend cuda")
+            self._options["nuclear_moves"] = True
         self._sweeper_class = sweeper_class(system)
         self._sweeper = self._sweeper_class(system, walkers, dt=dt, step=step, **self._options)
 

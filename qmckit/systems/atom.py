@@ -426,7 +426,8 @@ class Atom(SlaterJastrowSystem):
     Params = AtomParams
     kernels = KERNELS
     # GPU sweeper: one thread per walker, the kernels above compiled as CUDA device functions
-    capabilities = Capabilities(fixed_node=True, gpu="qmckit.backends.cuda_atom:CudaAtomSweeper", green_all=True)
+    capabilities = Capabilities(fixed_node=True, gpu="qmckit.backends.cuda_atom:CudaAtomSweeper", green_all=True,
+                                gpu_nuclear_moves=True)
     # no Jastrow, no e–e repulsion, α = Z: a product of hydrogenic determinants, E = −Σ Z²/(2n²)
     exact_cases = tuple((dict(element=e, alpha=float(ELEMENTS[e][0]), jastrow=False, ee=False), energy)
                         for e, energy in (("He", -4.0), ("Be", -20.0), ("Ne", -200.0)))
@@ -457,6 +458,10 @@ class Atom(SlaterJastrowSystem):
 
     def cache_size(self) -> int:
         return cache_size_for(self.n_particles)
+
+    def nuclei(self) -> np.ndarray:
+        """The nucleus: charge Z at the origin, (1, 4)."""
+        return np.array([[0.0, 0.0, 0.0, float(self.params.z)]])
 
     def density_range(self) -> float:
         """A radius (bohr) that holds the electron cloud: 4/α for 1s only, 12/α with an n = 2 shell."""

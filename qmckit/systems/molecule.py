@@ -763,6 +763,10 @@ class Molecule(SlaterJastrowSystem):
     def charges(self) -> np.ndarray:
         return self.rhf.charges
 
+    def nuclei(self) -> np.ndarray:
+        """The nuclei [x, y, z, Z] (n_atoms, 4), bohr."""
+        return np.column_stack([self.coordinates, self.charges]).astype(np.float64)
+
     def orbitals(self, points, derivatives: bool = False) -> np.ndarray:
         """The occupied orbitals at ``points`` (P, 3) in bohr: (P, n), or with ``derivatives`` value,
         ∂x, ∂y, ∂z and ∇² (P, 5, n), by the batched basis evaluation and one GEMM

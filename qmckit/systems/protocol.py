@@ -257,6 +257,7 @@ class Capabilities:
     parameter_derivatives  ∂ ln ψ/∂p kernels for the variational parameters
     green_all      the kernel ``other_drift_change`` (study 002's all-particle Green's function)
     density        one-body density histograms of the positions make sense (continuum systems)
+    gpu_nuclear_moves  the GPU sampler also makes the drift sampler's moves near nuclei (``nuclear_moves``)
     samplers       moves of the system's own beyond the generic ``brute`` and ``drift``: name →
                    "module:Class" of a sampler that takes ``backend`` ("cpu" or "cuda"), e.g. helium's
                    ``gauss`` (study 004's random-atom Gaussian move, twin kernels on CPU and GPU)
@@ -269,6 +270,7 @@ class Capabilities:
     parameter_derivatives: bool = False
     green_all: bool = False
     density: bool = True
+    gpu_nuclear_moves: bool = False
     samplers: dict = dataclasses.field(default_factory=dict)
 
 
@@ -376,6 +378,11 @@ class System:
     def for_dmc(self) -> "System":
         """The system fixed-node DMC uses (capability ``fixed_node``); others return themselves."""
         return self
+
+    def nuclei(self) -> np.ndarray:
+        """(M, 4) fixed point charges [x, y, z, Z] in the length unit (atoms and molecules: the nuclei), for the
+        drift sampler's ``nuclear_moves`` (:mod:`qmckit.backends.nuclear_moves`); (0, 4) for a system without."""
+        return np.zeros((0, 4))
 
     def measure(self, positions: np.ndarray) -> np.ndarray:
         """(W, 1 + K) whole-walker E_L and the K ``capabilities.observables`` (capability ``observables``)."""
