@@ -226,6 +226,14 @@ _RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_ev
              "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 
+# RunConfig fields whose flag is not "--" + the field's name
+_RUN_FLAGS = {"equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
+              "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every",
+              "feedback_time": "--feedback-time", "nuclear_moves": "--nuclear-moves",
+              "effective_time_step": "--no-tau-eff", "drift_cap": "--no-drift-cap", "accept_uniform": "--accept-uniform",
+              "hard_core": "--hard-core"}
+
+
 def _fail(message: str) -> int:
     print(f"qmckit: error: {message}", file=sys.stderr)
     return 2
@@ -234,9 +242,7 @@ def _fail(message: str) -> int:
 def _flag_for(message: str, system_class=None) -> str:
     """Turn 'alpha must be …' into '--alpha must be …' so the message names the CLI flag."""
     name = message.split(" ", 1)[0]
-    flags = {"equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
-             "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every",
-             "feedback_time": "--feedback-time", "nuclear_moves": "--nuclear-moves"}
+    flags = dict(_RUN_FLAGS)
     if system_class is not None:
         flags |= {info.name: info.flag for info in system_class.parameters()}
         if system_class.kind == "lattice":
@@ -262,7 +268,13 @@ def _given_parameters(args, system_class) -> dict:
 def _clashes(given: dict, saved: dict, flags: dict) -> str | None:
     """The flags whose given value differs from a checkpoint's, as text (None when all agree)."""
     names = [k for k, v in given.items() if saved.get(k) != v]
-    return ", ".join(flags.get(k, "--" + k) for k in names) if names else None
+    return ", ".join(flags.get(k) or _RUN_FLAGS.get(k, "--" + k) for k in names) if names else None
+
+
+def _clash_message(named: str) -> str:
+    one = "," not in named
+    return (f"--resume: {named} {'differs' if one else 'differ'} from the checkpoint; omit {'it' if one else 'them'} "
+            f"to continue the saved run")
 
 
 def _run(args) -> int:
@@ -292,7 +304,7 @@ def _run(args) -> int:
             if saved.system != args.system:
                 return _fail(f"--resume: the checkpoint holds a run of system {saved.system!r}, not {args.system!r}")
             if named:
-                return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
+                return _fail(_clash_message(named))
         else:
             method = given_run.get("method", "vmc")
             run_defaults = system_class.run_defaults.get(f"{method} {given_run.get('backend')}",
@@ -350,7 +362,7 @@ def _run_lattice(args, system_class) -> int:
             flags = {info.name: info.flag for info in system_class.parameters()} | _LATTICE_RUN
             named = _clashes(given_params, run.config.params, flags) or _clashes(given_run, vars(run.config), flags)
             if named:
-                return _fail(f"--resume: {named} differ from the checkpoint; omit them to continue the saved run")
+                return _fail(_clash_message(named))
         else:
             run = LatticeRun(LatticeRunConfig(params=given_params, **given_run), checkpoint_path=args.checkpoint)
     except ValueError as err:

@@ -75,3 +75,15 @@ def test_a_gpu_checkpoint_on_a_machine_without_a_gpu_is_refused_in_one_line(chec
     assert res.returncode == 2 and res.stderr.strip() == ("qmckit: error: --resume: the checkpoint cannot continue here: "
                                                           "backend cuda: no CUDA GPU found (use cpu or auto)")
     assert path.read_bytes() == before
+
+
+def test_a_checkpoint_is_not_moved_to_another_backend_silently(checkpoint):
+    """A CPU checkpoint continues on the CPU; asking to continue it on the GPU is refused in one line (the run's
+    numbers are reproducible only on the backend that made them: the GPU's last bits differ)."""
+    before = checkpoint.read_bytes()
+    res = subprocess.run(QMCKIT + ["atom", "--resume", str(checkpoint), "--backend", "cuda"], capture_output=True,
+                         text=True)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.strip().splitlines() == ["qmckit: error: --resume: --backend differs from the checkpoint; omit "
+                                               "it to continue the saved run"], res.stderr
+    assert checkpoint.read_bytes() == before
