@@ -9,8 +9,10 @@ feedback correlates E_T with the population, and so the weights with the energy.
 
     python benchmarks/dmc_population_bias.py            # ≈ 6 min on one core of the 2-core VM
     python benchmarks/dmc_population_bias.py --quick    # 10× less work, writes nothing
-    python benchmarks/dmc_population_bias.py --system b2 --backend cuda   # study 002's set B2 (N = 20 bosons,
-        # energy per particle in ħω_⊥) at W = 50 … 5000, τ_fb = 0.1: data/dmc_population_bias_b2.json
+    python benchmarks/dmc_population_bias.py --system b2    # study 002's set B2 (N = 20 bosons, energy per particle
+        # in ħω_⊥) at W = 50 … 5000, τ_fb = 0.1: data/dmc_population_bias_b2.json (--backend cuda: on the GPU)
+    python benchmarks/dmc_population_bias.py --system toy   # one boson, poor ψ_T, τ_fb = 0.05 (≈ 4 min):
+        # data/dmc_population_bias_toy.json, the reference of tests/test_dmc_population_bias.py
 """
 from __future__ import annotations
 
@@ -31,21 +33,26 @@ REPO = Path(__file__).resolve().parents[1]
 DT = 0.01
 _B2 = {k: v for k, v in json.loads((REPO / "data" / "bec_table72.json").read_text())["sets"]["B2"].items()
        if k in ("n", "lam", "a", "alpha")}
-# name → (system, params, reference energy and its source, populations, feedback times, walker-steps per point)
+# name → (system, params, reference energy and its source, populations, feedback times, walker-steps per point, Δτ)
 STUDIES = {
     "he": ("atom", dict(element="He", en_cusp=True), -2.903724, "exact (Pekeris)", (10, 25, 50, 200, 1000, 5000),
-           (0.1, 1.0), 10_000_000),
+           (0.1, 1.0), 10_000_000, DT),
     "b2": ("bec", _B2, 3.34524, "DMC of study 002's thesis, 3.34524(24) ħω_⊥ per particle", (50, 200, 1000, 5000),
-           (0.1,), 10_000_000),
+           (0.1,), 10_000_000, DT),
+    # one boson in an isotropic trap with a poor Gaussian (α = 0.3; VMC 1.7) and a tight population leash: a bias
+    # large enough to resolve in seconds, the reference of tests/test_dmc_population_bias.py
+    "toy": ("bec", dict(n=1, lam=1.0, a=0.0, alpha=0.3), 1.5, "exact: (2 + λ)/2 ħω per particle",
+            (10, 30, 100, 1000), (0.05,), 20_000_000, 0.05),
 }
 
 
 def point(study: str, walkers: int, feedback: float, walker_steps: int, seed: int, backend: str) -> dict:
     system, params = STUDIES[study][:2]
+    dt = STUDIES[study][-1]
     steps = max(200, walker_steps // walkers)
     run = make_run(RunConfig(system=system, params=params, method="dmc", walkers=walkers,
-                             steps=steps, dt=DT, seed=seed, backend=backend, feedback_time=feedback,
-                             dmc_equilibration=max(100, int(2 / DT))))
+                             steps=steps, dt=dt, seed=seed, backend=backend, feedback_time=feedback,
+                             dmc_equilibration=max(100, int(2 / dt)), block=max(1, steps // 50)))
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -63,7 +70,7 @@ def main(argv=None) -> int:
     ap.add_argument("--system", choices=tuple(STUDIES), default="he")
     ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     args = ap.parse_args(argv)
-    system, params, EXACT, reference, populations, feedback_times, walker_steps = STUDIES[args.system]
+    system, params, EXACT, reference, populations, feedback_times, walker_steps, dt = STUDIES[args.system]
     work = walker_steps // (10 if args.quick else 1)
     rows = []
     for feedback in feedback_times:
@@ -97,7 +104,7 @@ def main(argv=None) -> int:
                           "population, same work per point",
            "command": command, "date": date.today().isoformat(),
            "machine": f"{platform.node()} ({os.cpu_count()} cores; {platform.processor() or platform.machine()})",
-           "system": params, "dt": DT, "walker_steps_per_point": work, "backend": args.backend,
+           "system": params, "dt": dt, "walker_steps_per_point": work, "backend": args.backend,
            "exact": EXACT, "reference": reference, "points": rows, "fits": fits}
     path = REPO / "data" / ("dmc_population_bias.json" if args.system == "he" else
                             f"dmc_population_bias_{args.system}.json")
