@@ -9,8 +9,8 @@ a propagator or branching change that moves E(Δτ) by a few thousandths of a
 hartree at any Δτ fails, and so does a DMC that stayed at the VMC energy (0.013 E_h above).
 
 The fit's intercept over Δτ = 0.1 … 0.025 is not the Δτ → 0 limit (E(Δτ) bends there; the GPU series at
-Δτ = 0.01 … 0.0025 gives −2.90313(21) against the exact −2.903724:
-benchmarks/results/atom_dmc_he_h200_long_tau_eff_2026-11-26.md); the test compares like with like.
+Δτ = 0.01 … 0.0025 and τ_fb = 1 is flat and ends at −2.90370(19) against the exact −2.903724:
+benchmarks/results/atom_dmc_he_h200_fb1_unr_2026-11-27.md); the test compares like with like.
 """
 from __future__ import annotations
 
