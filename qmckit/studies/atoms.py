@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 
 from ..runs import RunConfig, make_run
 from ..stats import format_value_error
 from ..systems.atom import Atom, local_energy
+from ..resources import data_path
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "atoms.json"
+DATA = data_path("atoms.json")
 ELEMENTS = ("He", "Be", "Ne")
 
 # Study 002's VMC sampler: Green's-function ratio summed over all electrons (D1), the Box–Muller
@@ -37,7 +37,7 @@ SANDSDALEN_SAMPLER = {"green": "all", "drift_cap": False}
 def reference_data() -> dict:
     """Table 7.1, the values it quotes, exact and fixed-node energies, with sources (``data/atoms.json``)."""
     if not DATA.exists():
-        raise FileNotFoundError(f"reference data not found at {DATA} (install qmckit from its repository)")
+        raise FileNotFoundError(f"reference data not found at {DATA} (a broken install: reinstall qmckit)")
     return json.loads(DATA.read_text())
 
 

@@ -21,14 +21,15 @@ import numpy as np
 
 from ..runs import RunConfig, make_run, time_step_series
 from ..stats import best_extrapolation, extrapolate, format_value_error
+from ..resources import data_path
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "bec_table72.json"
+DATA = data_path("bec_table72.json")
 
 
 def reference_data() -> dict:
     """Table 7.2 and the literature values it quotes, with sources (from ``data/``)."""
     if not DATA.exists():
-        raise FileNotFoundError(f"reference data not found at {DATA} (install qmckit from its repository)")
+        raise FileNotFoundError(f"reference data not found at {DATA} (a broken install: reinstall qmckit)")
     return json.loads(DATA.read_text())
 
 

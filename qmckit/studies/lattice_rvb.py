@@ -18,8 +18,9 @@ from ..backends.lattice_chains import configuration_energies
 from ..methods.lattice_vmc import LatticeRun, LatticeRunConfig
 from ..systems import lattice_exact
 from ..systems.lattice_rvb import LatticeRVB, add_correlations
+from ..resources import data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = data_dir()
 RECORDED = DATA / "lattice_rvb_recorded.json"   # energies (benchmarks/lattice_energies.py)
 TIMINGS = DATA / "lattice_rvb_timings.json"     # device timings (benchmarks/lattice_chains.py)
 

@@ -47,8 +47,9 @@ import numpy as np
 from ..backends import cuda_molecule_step as S
 from ..systems import molecule as _mol
 from ..systems.gaussian_basis import GaussianBasis
+from ..resources import data_path
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "molecules_fig7.json"
+DATA = data_path("molecules_fig7.json")
 Z_OF = {"H": 1, "C": 6, "N": 7, "O": 8}
 DEFAULT_TAU = 0.005  # bohr²: all-electron moves of the random synthetic wave functions accept ~ half at N ≲ 10
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from ..systems import bspline_orbitals as bo
+from ..resources import data_dir
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = data_dir()
 TIMINGS = DATA / "bspline_orbitals_timings.json"
 
 # Study 003, Table VIII (ms per MC step, transfers included; (0a) CPU one core of an i7-920, double;

@@ -89,12 +89,13 @@ import numpy as np
 from . import gaussian_cusp
 from .gaussian_basis import (GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, packed_length,
                              require_pyscf)
+from ..resources import data_path
 from .protocol import Capabilities, Kernels, parameter, validate
 from .slater import det_ratio, invert, mat_view
 from .slater_jastrow import (SlaterJastrowSystem, core_size, determinant_move, drift_change, kinetic, pade_accept,
                              pade_gradients, pade_log, pade_move, pair_a, slater_gradient, views)
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "molecules"
+DATA_DIR = data_path("molecules")
 
 # H–Kr: all-electron correlation-consistent bases stop there
 ELEMENTS = ("H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se "

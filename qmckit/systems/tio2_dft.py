@@ -76,6 +76,7 @@ import numpy as np
 
 from .bspline_orbitals import BsplineOrbitals, check_grid, check_precision, dtype_for, fit_coefficients, grid_points
 from .gaussian_basis import CHEM_EXTRA_HINT, PySCFMissing, require_pyscf
+from ..resources import data_dir
 
 BOHR_ANGSTROM = 0.529177210903  # CODATA 2018, Å per bohr
 LATTICE_CONSTANT_ANGSTROM = 4.87  # notes on study 003, §7.3 (assumed there); see the module docstring
@@ -89,7 +90,7 @@ DEFAULT_PRECISION = "f32"
 PSEUDO_FOR_XC = {"pbe": "gth-pbe", "lda": "gth-pade", "pade": "gth-pade", "lda,vwn": "gth-pade", "blyp": "gth-blyp"}
 VALENCE = {"Ti": 12, "O": 6}  # GTH q12 (Ne core) and q6 pseudopotentials
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_DIR = data_dir()
 CACHE_NPZ = DATA_DIR / "tio2_dft_orbitals.npz"
 CACHE_JSON = DATA_DIR / "tio2_dft_orbitals.json"
 CACHE_LIMIT_BYTES = 3_000_000  # spline coefficients are cached only below this size
