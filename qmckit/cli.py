@@ -204,7 +204,8 @@ def _add_method_options(p, system_class):
     p.add_argument("--feedback-time", dest="feedback_time", type=_finite_float, default=None,
                    help="DMC population feedback time τ_fb, in the system's time unit, > 0 (default 0.1)")
     p.add_argument("--no-tau-eff", dest="effective_time_step", action="store_false", default=None,
-                   help="DMC: branch with Δτ itself, not the effective time step Δτ⟨R²_acc⟩/⟨R²_prop⟩ (study 002's way)")
+                   help="DMC: branch with Δτ itself, not the effective time step Δτ⟨R²_acc⟩/⟨R²_prop⟩ "
+                        "(study 002's way)")
     p.add_argument("--target-walkers", dest="target_walkers", type=_positive_int, default=None,
                    help="DMC population target (default: --walkers)")
     p.add_argument("--dmc-equil", dest="dmc_equilibration", type=int, default=None,
@@ -222,7 +223,8 @@ def _add_method_options(p, system_class):
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
 
-_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap", "feedback_time", "effective_time_step", "nuclear_moves", "walkers", "steps", "equilibration", "block", "seed",
+_RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap",
+             "feedback_time", "effective_time_step", "nuclear_moves", "walkers", "steps", "equilibration", "block", "seed",
              "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 

@@ -163,8 +163,8 @@ def kernels(en_cusp: bool = True, track_diffusion: bool = False, nuclear_moves: 
     ``en_cusp``: with False the e–n cusp factor's code is compiled out (fewer live registers; only
     for systems without the factor, see :func:`device_functions`); True (the default) gives the
     general kernels, correct for every parameter vector. :class:`CudaAtomSweeper` picks the
-    variant from its system's parameters. ``track_diffusion``: the sweep also writes
-    ``diffusion[0|1, w]`` ((3, W); row 2 is scratch), Σ squared diffusion displacements of the proposed | accepted drift moves (DMC's
+    variant from its system's parameters. ``track_diffusion``: the sweep also writes ``diffusion[0|1, w]``
+    ((3, W); row 2 is scratch), Σ squared diffusion displacements of the proposed | accepted drift moves (DMC's
     effective time step); without it that code is compiled out. ``nuclear_moves``: the drift moves are
     Umrigar–Nightingale–Runge's near the nucleus (:mod:`qmckit.backends.nuclear_moves`, twins of the CPU's; the
     nucleus is the kernel's last argument, ``nuclei`` (1, 4)). One set of kernels per variant (cached)."""

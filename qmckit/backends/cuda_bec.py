@@ -593,8 +593,8 @@ def kernels(dtype=np.float64, track_diffusion: bool = False):
     """The compiled-on-demand kernels for ``dtype`` (float64 or float32) as a dict
     ``{"thread": sweep_thread_per_walker, "block": sweep_block_per_walker, "dtype": ...}``.
 
-    ``track_diffusion``: the sweeps also write ``diffusion[0|1, w]`` (the last argument, (3, W); row 2 is scratch), Σ squared diffusion
-    displacements of the proposed | accepted drift moves (DMC's effective time step); without it that code is
+    ``track_diffusion``: the sweeps also write ``diffusion[0|1, w]`` (the last argument, (3, W); row 2 is scratch),
+    Σ squared diffusion displacements of the proposed | accepted drift moves (DMC's effective time step); without it that code is
     compiled out, so VMC runs the kernels it always ran."""
     name = np.dtype(dtype).name
     if name not in ("float32", "float64"):

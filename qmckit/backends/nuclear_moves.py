@@ -118,6 +118,7 @@ def nuclear_log_green(x, drifted, k, p, zeta, nuclei, dt):
         t = x[c] - nuclei[k, c]
         s2 += t * t
     gauss = -math.inf if p >= 1.0 else math.log1p(-p) - 1.5 * math.log(2.0 * math.pi * dt) - g2 / (2.0 * dt)
-    slater = -math.inf if p <= 0.0 else math.log(p) + 3.0 * math.log(zeta) - math.log(math.pi) - 2.0 * zeta * math.sqrt(s2)
+    slater = (-math.inf if p <= 0.0 else
+              math.log(p) + 3.0 * math.log(zeta) - math.log(math.pi) - 2.0 * zeta * math.sqrt(s2))
     top = max(gauss, slater)
     return top + math.log(math.exp(gauss - top) + math.exp(slater - top))

@@ -200,7 +200,8 @@ class DMC:
         ok = np.isfinite(e_new)  # a non-finite position gives a non-finite energy
         removed = int(ok.size - ok.sum())
         diffusion = self.driver.last_diffusion
-        proposed, accepted = (diffusion[:, ok] if removed else diffusion).sum(axis=1)  # a removed walker's R² too may be nan
+        # a removed walker's R² may be nan too: it stays out of τ_eff
+        proposed, accepted = (diffusion[:, ok] if removed else diffusion).sum(axis=1)
         self.diffusion_sums[0] += float(proposed)
         self.diffusion_sums[1] += float(accepted)
         tau = self.tau_eff if self.effective_time_step else self.dt
