@@ -19,6 +19,8 @@ import math
 import os
 import sys
 
+from .terminal import Progress, collected_warnings, interactive
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block), exit status 2."""
@@ -78,8 +80,17 @@ def _add_system_parameters(parser, system_class) -> None:
                                 metavar=info.name.upper(), help=info.describe())
 
 
+VERBOSE_HELP = "print every warning (the reblocking details of each error bar), not one line counting them"
+
+
+def _add_verbose(parser) -> None:
+    """-v after the subcommand too (``qmckit run bec -v``); SUPPRESS keeps a -v given before it."""
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="qmckit", description="Quantum Monte Carlo toolkit (VMC/DMC on CPU and GPU).")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
     run = commands.add_parser("run", help="run one QMC calculation", description="Run one QMC calculation.")
@@ -89,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, system_class in SYSTEMS.items():
         sub = systems.add_parser(name, help=system_class.title, description=system_class.description)
+        _add_verbose(sub)
         _add_system_parameters(sub, system_class)
         if system_class.kind == "lattice":
             _add_lattice_options(sub)
@@ -102,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     he_bench = benches.add_parser("helium", help="study 004: Metropolis generation for liquid ⁴He",
                                   description="Time per macroupdate (N single-atom moves) per chain and pair "
                                               "evaluations per second of study 004's generation kernel.")
+    _add_verbose(he_bench)
     he_bench.add_argument("--n", default="64,256,512,1000", help="comma-separated atom counts (default 64,256,512,1000)")
     he_bench.add_argument("--walkers", type=_positive_int, default=None,
                           help="chains (default: one per CPU core; 8 per SM on a GPU)")
@@ -115,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Time one N × L evaluation of B-spline orbital values, gradients and Laplacians on the CPU "
                     "(random coefficients on a periodic grid; study 003's kernel): median seconds, achieved bytes/s "
                     "of coefficient reads (64 coefficients × L per electron) and GFLOP/s.")
+    _add_verbose(orb_bench)
     orb_bench.add_argument("--size", choices=["Si", "TiO2-648", "TiO2-1536"], default=None,
                            help="take N, L and the grid of a study 003 Table II system (explicit flags override)")
     orb_bench.add_argument("--electrons", type=_positive_int, default=None, help="electrons N (default 216)")
@@ -134,18 +148,23 @@ def build_parser() -> argparse.ArgumentParser:
     orb_bench.add_argument("--seed", type=int, default=0, help="seed of the random coefficients and positions")
     orb_bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
-    reproduce = commands.add_parser("reproduce", help="reproduce a study's published table",
-                                    description="Reproduce a published table and write markdown, JSON and a figure.")
+    from .studies.reports import PRECISIONS, STUDIES
+
+    reproduce = commands.add_parser("reproduce", help="reproduce a seed study's published numbers",
+                                    description="Reproduce a seed study: run it, set qmckit's numbers beside the "
+                                                "published ones with pulls, and write markdown, JSON and a figure.")
     studies = reproduce.add_subparsers(dest="study", metavar="STUDY", parser_class=_Parser)
     studies.required = True
-    table = studies.add_parser("bec", help="study 002, Table 7.2: trapped bosons B1–B4, VMC and DMC",
-                               description="Trapped bosons (study 002), Table 7.2: exact VMC and a DMC time-step "
-                                           "series extrapolated to Δτ = 0, next to the published values.")
-    table.add_argument("--precision", choices=["fast", "full"], default="fast",
-                       help="fast: about a minute on two cores (default); full: the recorded results")
-    table.add_argument("--sets", default="B1,B2,B3", help="comma-separated parameter sets among B1,B2,B3,B4")
-    table.add_argument("--out", default="qmckit-bec-table72", help="output directory (default qmckit-bec-table72)")
-    table.add_argument("--seed", type=int, default=2011, help="random seed (default 2011)")
+    for name, study in STUDIES.items():
+        p = studies.add_parser(name, help=study.summary, description=f"Study {study.summary}.")
+        _add_verbose(p)
+        p.add_argument("--precision", choices=PRECISIONS, default="fast",
+                       help="fast: at most about two minutes on two cores (default); full: the notebook's full sizes")
+        p.add_argument("--out", default=f"qmckit-{name}-{study.stem}",
+                       help=f"output directory (default qmckit-{name}-{study.stem})")
+        p.add_argument("--seed", type=int, default=study.seed, help=f"random seed (default {study.seed})")
+        if name == "bec":
+            p.add_argument("--sets", default="B1,B2,B3", help="comma-separated parameter sets among B1,B2,B3,B4")
     return parser
 
 
@@ -320,13 +339,13 @@ def _run(args) -> int:
     except ImportError as err:  # an optional dependency (PySCF for molecules): one line naming the extra
         return _fail(str(err).splitlines()[0] if str(err) else type(err).__name__)
 
-    show_progress = not args.json and sys.stderr.isatty()
+    progress = Progress(interactive(args.json))
     try:
-        result = run.run(_progress_printer(show_progress))
+        result = run.run(progress)
     except (FloatingPointError, ValueError) as err:  # a run that cannot go on (ψ_T fails, the population dies)
         return _fail(f"the run stopped: {str(err).splitlines()[0]}")
-    if show_progress:
-        print(file=sys.stderr)
+    finally:
+        progress.close()
     _print_warnings(result)
     if args.json:
         print(json.dumps(result))
@@ -339,14 +358,6 @@ def _print_warnings(result: dict) -> None:
     """The run's warnings (result["warnings"]), one line each on stderr, in JSON mode too."""
     for line in result.get("warnings", ()):
         print(f"qmckit: warning: {line}", file=sys.stderr)
-
-
-def _progress_printer(enabled: bool):
-    def progress(done, total):
-        if enabled:
-            bar = "#" * int(30 * done / total)
-            print(f"\r[{bar:<30}] block {done}/{total}", end="", file=sys.stderr, flush=True)
-    return progress
 
 
 def _run_lattice(args, system_class) -> int:
@@ -369,13 +380,13 @@ def _run_lattice(args, system_class) -> int:
             run = LatticeRun(LatticeRunConfig(params=given_params, **given_run), checkpoint_path=args.checkpoint)
     except ValueError as err:
         return _fail(_flag_for(str(err), system_class))
-    show = not args.json and sys.stderr.isatty()
+    progress = Progress(interactive(args.json))
     try:
-        result = run.run(_progress_printer(show))
+        result = run.run(progress)
     except (FloatingPointError, ValueError) as err:
         return _fail(f"the run stopped: {str(err).splitlines()[0]}")
-    if show:
-        print(file=sys.stderr)
+    finally:
+        progress.close()
     _print_warnings(result)
     print(json.dumps(result) if args.json else format_result(result | {"sampler": "hop/swap"}))
     return 0
@@ -470,23 +481,32 @@ def _bench_orbitals(args) -> int:
 
 
 def _reproduce(args) -> int:
-    from .studies import bec
+    from .studies import reports
 
-    sets = tuple(s.strip() for s in args.sets.split(",") if s.strip())
     if args.seed < 0:
         return _fail(f"--seed must be a non-negative integer, got {args.seed}")
+    options = {}
+    if args.study == "bec":
+        from .studies import bec
+
+        sets = tuple(s.strip() for s in args.sets.split(",") if s.strip())
+        try:
+            known = bec.reference_data()["sets"]
+        except FileNotFoundError as err:
+            return _fail(str(err))
+        if not sets or any(s not in known for s in sets):
+            return _fail(f"--sets must be a comma-separated list of {', '.join(known)}, got {args.sets!r}")
+        options["sets"] = sets
+    progress = Progress(interactive() or args.verbose)
     try:
-        bec.reference_data()
-        unknown = [s for s in sets if s not in bec.reference_data()["sets"]]
-        if not sets or unknown:
-            return _fail(f"--sets must be a comma-separated list of B1, B2, B3, B4, got {args.sets!r}")
-    except FileNotFoundError as err:
-        return _fail(str(err))
-    result = bec.reproduce_table72(args.precision, sets=sets, seed=args.seed,
-                                   progress=lambda msg: print(f"qmckit: {msg}", file=sys.stderr, flush=True))
-    paths = bec.write_report(result, args.out)
-    print(bec.markdown_table(result))
-    print(f"\nwritten: {paths['markdown']}, {paths['json']}, {paths['figure']}")
+        result = reports.reproduce(args.study, args.precision, seed=args.seed, progress=progress.step, **options)
+    except (ValueError, FileNotFoundError) as err:
+        return _fail(str(err).splitlines()[0])
+    finally:
+        progress.close()
+    paths = reports.write_report(args.study, result, args.out)
+    print(reports.STUDIES[args.study].load().markdown(result))
+    print(f"\nwritten in {result['wall_s']:.0f} s: {paths['markdown']}, {paths['json']}, {paths['figure']}")
     return 0
 
 
@@ -521,13 +541,9 @@ def main(argv=None) -> int:
     warnings.formatwarning = _one_line_warning  # a physicist wants the message, not our source line
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return _run(args)
-    if args.command == "reproduce":
-        return _reproduce(args)
-    if args.command == "bench":
-        return _bench(args)
-    return _fail(f"unknown command {args.command!r}")
+    commands = {"run": _run, "reproduce": _reproduce, "bench": _bench}
+    with collected_warnings(args.verbose):
+        return commands[args.command](args)
 
 
 if __name__ == "__main__":

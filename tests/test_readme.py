@@ -22,3 +22,11 @@ def test_quick_start_runs_and_prints_an_estimate(capsys):
     exec(compile(code.replace("steps=2000", "steps=300"), "README quick start", "exec"), {})
     printed = capsys.readouterr().out
     assert re.search(r"1\.53\d*\(\d+\)", printed), printed
+
+
+def test_the_reproduce_table_lists_every_study():
+    from qmckit.studies.reports import STUDIES
+
+    listed = re.findall(r"^\| `(\w+)` \| (\d{3}) \|", (ROOT / "README.md").read_text(), flags=re.M)
+    assert [name for name, _ in listed] == list(STUDIES)
+    assert all(STUDIES[name].summary.startswith(number) for name, number in listed)

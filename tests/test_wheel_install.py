@@ -1,8 +1,8 @@
 """qmckit installed from its wheel works outside the checkout (issue 26): the reference data ship inside the package.
 
 Builds the wheel, installs it with the ``chem`` extra into a fresh virtual environment, and from a temporary folder
-runs ``qmckit reproduce bec`` (fast), ``qmckit run molecule --xyz h2o --basis sto-3g`` and a short run of every
-system. Before the data moved into the wheel, the first of these failed with "reference data not found at
+runs ``qmckit reproduce STUDY`` (fast) for every study, ``qmckit run molecule --xyz h2o --basis sto-3g`` and a short
+run of every system. Before the data moved into the wheel, the first of these failed with "reference data not found at
 …/site-packages/data/bec_table72.json".
 """
 from __future__ import annotations
@@ -49,11 +49,29 @@ def test_the_installed_package_reads_its_own_data(installed):
     assert out[0].startswith(venv) and out[1].startswith(venv) and Path(out[1]).is_file(), out
 
 
-def test_reproduce_bec_from_outside_the_checkout(installed):
-    res = _qmckit(installed, "reproduce", "bec")
+# one published number each report must carry (JSON path → value)
+PUBLISHED = {"bec": (("sets", "B1", "params", "a"), 0.00433),
+             "atoms": (("ne_verdict", "sandsdalen", "energy", 0), -127.732),
+             "molecules": (("fig7_cpu", 0, "paper", "total_standard"), 3.2),
+             "helium": (("published", "energy_per_particle", 0), -5.7974),
+             "lattice": (("table61", 0, "thesis_table41", "n_electrons"), 24),
+             "tio2": (("table_ii", 0, "paper_cpu_ms"), 2.77)}
+
+
+@pytest.mark.parametrize("study", list(PUBLISHED))
+def test_reproduce_every_study_from_outside_the_checkout(installed, study):
+    from qmckit.studies.reports import STUDIES
+
+    res = _qmckit(installed, "reproduce", study)
     assert res.returncode == 0, res.stderr[-2000:]
-    table = json.loads((installed[1] / "qmckit-bec-table72" / "table72.json").read_text())
-    assert {"B1", "B2", "B3"} <= set(table["sets"])
+    stem = STUDIES[study].stem
+    report = json.loads((installed[1] / f"qmckit-{study}-{stem}" / f"{stem}.json").read_text())
+    path, value = PUBLISHED[study]
+    node = report
+    for key in path:
+        node = node[key]
+    assert report["study"] == study and report["precision"] == "fast" and node == value
+    assert (installed[1] / f"qmckit-{study}-{stem}" / f"{stem}.png").stat().st_size > 10000
 
 
 @pytest.mark.parametrize("system, extra", [("bec", []), ("atom", []), ("helium", []), ("lattice", []), ("qdot", []),

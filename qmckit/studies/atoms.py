@@ -173,3 +173,144 @@ def markdown_table71(rows: list[dict], caption: str = "") -> str:
                      f"| {format_value_error(*r['thesis'])} | {r['pull_thesis']:+.1f} "
                      f"| {format_value_error(*r['sandsdalen'])} | {r['pull_sandsdalen']:+.1f} | {r['exact']} |")
     return "\n".join(lines)
+
+
+# ``qmckit reproduce atoms`` and the notebook's §2 and §5 (notebooks/atoms.ipynb): element → (walkers, measured
+# sweeps, Δt) for Table 7.1; (walkers, simulated time per Δt in ħ/E_h) for Ne with Sandsdalen's sampler
+PRESETS = {
+    "fast": {"table71": {"He": (400, 3000, 0.05), "Be": (400, 3000, 0.05), "Ne": (400, 3000, 0.01)},
+             "ne_recipe": (300, 15.0)},
+    "full": {"table71": {"He": (1000, 20000, 0.05), "Be": (1000, 20000, 0.05), "Ne": (400, 40000, 0.01)},
+             "ne_recipe": (400, 60.0)},
+}
+
+
+def table71(sizes: dict, seed: int = 71, progress=None) -> dict:
+    """Table 7.1 with the exact sampler: ``sizes`` maps an element to (walkers, measured sweeps, Δt).
+
+    Returns ``energies`` (element → (mean, error) in E_h), the :func:`table71_rows` and, for Ne, the pull
+    against qmckit's recorded long runs (``qmckit_recorded.Ne.exact_combined``)."""
+    energies = {}
+    for element, (walkers, steps, dt) in sizes.items():
+        if progress:
+            progress(f"Table 7.1: {element} VMC, {walkers} walkers × {steps} sweeps")
+        energies[element] = vmc_energy(element, walkers, steps, dt=dt, seed=seed)["energy"]
+    out = {"sizes": sizes, "energies": energies, "rows": table71_rows(energies)}
+    if "Ne" in energies:
+        recorded = tuple(reference_data()["qmckit_recorded"]["Ne"]["exact_combined"])
+        out["ne_recorded"] = recorded
+        out["ne_pull_recorded"] = pull(*energies["Ne"], recorded)
+    return out
+
+
+def ne_verdict(walkers: int, simulated_time: float, seed: int = 600, progress=None) -> dict:
+    """Ne with Sandsdalen's sampler at his time steps: does it reproduce his points, and where do the two
+    published values come from?
+
+    Returns his points (``sandsdalen``), this run (``live``: arrays ``dt``, ``energy``, ``error``), qmckit's
+    recorded run of the same recipe (``recorded``), the pulls of both against his points, his straight line
+    to Δt = 0 (``sandsdalen_fit``: energy, error) and the exact sampler's recorded value with its pulls against
+    the thesis and Sandsdalen."""
+    ref = reference_data()
+    sands = ref["atoms"]["Ne"]["sandsdalen_dt_points"]
+    if progress:
+        progress(f"Ne with Sandsdalen's sampler at Δt = {', '.join(map(str, sands['dt']))}")
+    live = dt_scan("Ne", sands["dt"], walkers, simulated_time, seed=seed, **SANDSDALEN_SAMPLER)
+    recorded = ref["qmckit_recorded"]["Ne"]["sandsdalen_recipe"]
+    exact = tuple(ref["qmckit_recorded"]["Ne"]["exact_combined"])
+    from ..stats import extrapolate
+
+    fit = extrapolate(sands["dt"], sands["energy"], sands["error"], order=1, n_points=3)
+    points = list(zip(sands["energy"], sands["error"]))
+    return {"walkers": walkers, "simulated_time": simulated_time, "sandsdalen": sands,
+            "live": {k: live[k] for k in ("dt", "energy", "error")},
+            "live_pulls": [pull(e, s, p) for e, s, p in zip(live["energy"], live["error"], points)],
+            "recorded": recorded,
+            "recorded_pulls": [pull(e, s, p) for e, s, p in zip(recorded["energy"], recorded["error"], points)],
+            "sandsdalen_fit": (fit.energy, fit.error), "exact_sampler": exact,
+            "exact_pull_thesis": pull(*exact, reference("Ne", "vmc", "thesis")),
+            "exact_pull_sandsdalen": pull(*exact, reference("Ne", "vmc", "sandsdalen"))}
+
+
+def plot_ne_verdict(ax, verdict: dict) -> None:
+    """Sandsdalen's Ne points and line, qmckit with his sampler (recorded and this run), the exact sampler."""
+    from ..stats import extrapolate, plot_extrapolation
+
+    sands, recorded, live = verdict["sandsdalen"], verdict["recorded"], verdict["live"]
+    fit = extrapolate(sands["dt"], sands["energy"], sands["error"], order=1, n_points=3)
+    plot_extrapolation(ax, sands["dt"], sands["energy"], sands["error"], fit, color="C2",
+                       label="Sandsdalen 2010, Table 8.9, and his line to Δt = 0")
+    ax.errorbar(np.array(recorded["dt"]) * 1.04, recorded["energy"], yerr=recorded["error"], fmt="s", ms=5, capsize=2,
+                color="C1", label=f"qmckit, his sampler, recorded ({recorded['walkers']} walkers)")
+    ax.errorbar(np.array(live["dt"]) * 0.96, live["energy"], yerr=live["error"], fmt="o", ms=4, capsize=2, color="C4",
+                alpha=0.7, label=f"qmckit, his sampler, this run ({verdict['walkers']} walkers)")
+    exact = verdict["exact_sampler"]
+    ax.axhspan(exact[0] - exact[1], exact[0] + exact[1], color="C0", alpha=0.3, lw=0)
+    ax.axhline(exact[0], color="C0", lw=1, label=f"qmckit, exact sampler (recorded): {format_value_error(*exact)}")
+    thesis = reference("Ne", "vmc", "thesis")
+    ax.errorbar([0.0], [thesis[0]], yerr=[thesis[1]], fmt="*", ms=11, color="k",
+                label=f"thesis (Δt → 0): {format_value_error(*thesis)}")
+    ax.set_xlabel("Δt  (ħ/E$_h$)")
+    ax.set_ylabel("E  (E$_h$)")
+    ax.set_title("Ne, α = 9.546, β = 0.177: where the two published values come from")
+    ax.legend(fontsize=8)
+
+
+def reproduce(precision: str = "fast", seed: int = 71, progress=None) -> dict:
+    """``qmckit reproduce atoms``: :func:`table71` and :func:`ne_verdict` at a preset of :data:`PRESETS`."""
+    from .reports import check_precision
+
+    check_precision(precision, PRESETS)
+    pre = PRESETS[precision]
+    walkers, simulated_time = pre["ne_recipe"]
+    return {"seed": seed, "table71": table71(pre["table71"], seed=seed, progress=progress),
+            "ne_verdict": ne_verdict(walkers, simulated_time, seed=seed + 529, progress=progress)}
+
+
+def markdown(result: dict) -> str:
+    """Table 7.1 beside qmckit, then the Ne verdict, as markdown."""
+    fmt = format_value_error
+    t71, verdict = result["table71"], result["ne_verdict"]
+    lines = [markdown_table71(t71["rows"], caption=f"Study 002, Table 7.1: VMC energies in E_h (precision preset "
+                                                   f"`{result['precision']}`, qmckit's exact Metropolis–Hastings; "
+                                                   "pulls in combined σ)")]
+    if "ne_recorded" in t71:
+        lines += ["", f"Ne against qmckit's recorded long runs {fmt(*t71['ne_recorded'])}: "
+                      f"{t71['ne_pull_recorded']:+.1f} σ."]
+    lines += ["", f"**The Ne verdict.** Sandsdalen's sampler at his time steps ({verdict['walkers']} walkers × "
+                  f"{verdict['simulated_time']:g} ħ/E_h per point):", "",
+              "| Δt (ħ/E_h) | Sandsdalen 2010 | qmckit, his sampler | pull | qmckit recorded | pull |",
+              "|---:|---|---|---:|---|---:|"]
+    sands, live, rec = verdict["sandsdalen"], verdict["live"], verdict["recorded"]
+    for k, dt in enumerate(sands["dt"]):
+        lines.append(f"| {dt:g} | {fmt(sands['energy'][k], sands['error'][k])} | {fmt(live['energy'][k], live['error'][k])} "
+                     f"| {verdict['live_pulls'][k]:+.1f} | {fmt(rec['energy'][k], rec['error'][k])} "
+                     f"| {verdict['recorded_pulls'][k]:+.1f} |")
+    exact = verdict["exact_sampler"]
+    lines += ["", f"His straight line through these points gives {fmt(*verdict['sandsdalen_fit'])} at Δt = 0, his "
+                  f"published {fmt(*reference('Ne', 'vmc', 'sandsdalen'))}; the exact sampler (no time-step error) gives "
+                  f"{fmt(*exact)}: {verdict['exact_pull_sandsdalen']:+.1f} σ from Sandsdalen and "
+                  f"{verdict['exact_pull_thesis']:+.1f} σ from the thesis ({fmt(*reference('Ne', 'vmc', 'thesis'))}). "
+                  "Both published Ne values are wrong for this trial function: Sandsdalen's is an artefact of his "
+                  "extrapolation, the thesis's lies below the variational energy."]
+    return "\n".join(lines)
+
+
+def figure(result: dict):
+    """Left: pulls of He, Be, Ne against the thesis and Sandsdalen; right: the Ne verdict."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(12, 4.4), layout="constrained")
+    ax_pull, ax_ne = fig.subplots(1, 2, width_ratios=(1, 2))
+    rows = result["table71"]["rows"]
+    x = np.arange(len(rows))
+    for shift, key, label in ((-0.15, "pull_thesis", "thesis"), (0.15, "pull_sandsdalen", "Sandsdalen 2010")):
+        ax_pull.bar(x + shift, [r[key] for r in rows], width=0.3, label=label)
+    ax_pull.axhspan(-2, 2, color="0.9", zorder=0, label="±2σ")
+    ax_pull.axhline(0, color="k", lw=0.8)
+    ax_pull.set_xticks(x, [r["element"] for r in rows])
+    ax_pull.set_ylabel("pull: (qmckit − published) / σ")
+    ax_pull.set_title("Table 7.1, VMC")
+    ax_pull.legend(fontsize=8)
+    plot_ne_verdict(ax_ne, result["ne_verdict"])
+    return fig

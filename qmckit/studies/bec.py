@@ -15,7 +15,6 @@ import json
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -179,15 +178,19 @@ def figure(result: dict):
     return fig
 
 
+def reproduce(precision: str = "fast", seed: int = 2011, progress=None, sets=("B1", "B2", "B3")) -> dict:
+    """``qmckit reproduce bec``: :func:`reproduce_table72` (see :mod:`qmckit.studies.reports`)."""
+    return reproduce_table72(precision, sets=sets, seed=seed, progress=progress)
+
+
+markdown = markdown_table
+
+
 def write_report(result: dict, out_dir) -> dict:
     """Write ``table72.md``, ``table72.json`` and ``table72.png`` into ``out_dir``; return their paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"markdown": out / "table72.md", "json": out / "table72.json", "figure": out / "table72.png"}
-    paths["markdown"].write_text(markdown_table(result) + "\n")
-    paths["json"].write_text(json.dumps(result, indent=1) + "\n")
-    figure(result).savefig(paths["figure"], dpi=120)
-    return {k: str(v) for k, v in paths.items()}
+    from .reports import write_report as write
+
+    return write("bec", result, out_dir)
 
 
 SEED_FAITHFUL = dict(green="all", accept_uniform="reuse", hard_core="redraw", drift_cap=False)

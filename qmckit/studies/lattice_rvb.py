@@ -148,10 +148,10 @@ def minimum_image_distances(cluster) -> np.ndarray:
 
 
 def run_energy(L: int, chains: int = 32, steps: int = 5000, equilibration: int = 5000, seed: int = 13213,
-               progress=None, **params) -> dict:
+               progress=None, backend: str = "cpu", **params) -> dict:
     """One VMC run at study 000's Table 6.1 parameters (overridden by ``params``); the run's result dict."""
     config = LatticeRunConfig(params={"L": L, **TABLE_61, **params}, chains=chains, steps=steps,
-                              equilibration=equilibration, seed=seed)
+                              equilibration=equilibration, seed=seed, backend=backend)
     return LatticeRun(config).run(progress)
 
 
@@ -213,3 +213,163 @@ def time_cpu(L: int, chains: int = 32, sweeps: int = 100, threads: int | None = 
     return {"L": L, "chains": chains, "threads": threads or previous, "sweeps_timed": sweeps,
             "s_per_sweep_equilibration": equilibration, "s_per_sweep_accumulation": accumulation,
             "s_full_run": full, "core_s_per_chain": full / chains * (threads or previous)}
+
+
+# ``qmckit reproduce lattice`` and notebooks/lattice_rvb.ipynb (§2.2, §3, §6):
+#   l3: chains, measured sweeps, equilibration sweeps of the VMC on the 10-site cluster; table61: L → (chains, measured
+#   sweeps, equilibration sweeps) of the live Table 6.1 runs; timing: sizes L, sweeps timed per phase on the CPU
+PRESETS = {
+    "fast": {"l3": (16, 1500, 100), "table61": {5: (16, 1000, 200), 9: (16, 300, 100)}, "timing": ((5, 9), 40)},
+    "full": {"l3": (32, 4000, 200), "table61": {5: (32, 5000, 5000), 9: (32, 5000, 5000)}, "timing": ((5, 9, 15), 200)},
+}
+# the 10-site cluster (L = 3, 8 electrons): Table 6.1's couplings at x = 0.2, and a case with every hopping term
+L3_CASES = {"Table 6.1, x = 0.2": dict(L=3, doping=0.2, J=0.3, delta=1.5, mu=0.0),
+            "t′ = −0.2, t″ = 0.1, Δ = 0.7, μ = −0.8, t′_v = −0.1": dict(L=3, doping=0.2, J=0.3, delta=0.7, mu=-0.8,
+                                                                      tp=-0.2, tpp=0.1, tp_v=-0.1)}
+EXACT_KEYS = {"energy_per_site": "enumeration", "kinetic_per_site": "kinetic", "exchange_per_site": "exchange"}
+
+
+def vmc_against_exact(params: dict, exact: dict, chains: int, steps: int, equilibration: int, seed: int) -> dict:
+    """A VMC run of ``params`` next to its :func:`exact_check` ``exact``: per-site energy, kinetic and exchange
+    parts (mean, error), the exact values and the pulls; also the double occupancy and the inverse drift."""
+    from .reports import pull
+
+    result = LatticeRun(LatticeRunConfig(params=params, chains=chains, steps=steps, equilibration=equilibration,
+                                         seed=seed)).run()
+    est = result["estimates"]
+    rows = {key: {"vmc": (est[key]["mean"], est[key]["error"]), "exact": exact[ref],
+                  "pull": pull(est[key]["mean"], est[key]["error"], exact[ref])} for key, ref in EXACT_KEYS.items()}
+    return {"rows": rows, "double_occupancy": est["double_occupancy"]["mean"], "inverse_drift": result["inverse_drift"],
+            "acceptance": result["acceptance"]}
+
+
+def reproduce(precision: str = "fast", seed: int = 4, progress=None) -> dict:
+    """``qmckit reproduce lattice``: the exact checks at L = 3, live Table 6.1 energies against qmckit's recorded
+    ones (the thesis prints none) and Table 4.1's sizes, the CPU timing next to Tables 6.2/6.3, and the GPU
+    timing of the Table 6.2 workload where a GPU is present."""
+    from ..samplers import lattice as lattice_samplers
+    from .reports import check_precision, pull
+
+    check_precision(precision, PRESETS)
+    pre = PRESETS[precision]
+    out = {"seed": seed, "preset": {k: (v if k != "table61" else {str(L): s for L, s in v.items()}) for k, v in pre.items()}}
+    exact = {}
+    for k, (name, params) in enumerate(L3_CASES.items()):
+        if progress:
+            progress(f"L = 3 exact check and VMC: {name}")
+        ex = exact_check(LatticeRVB(**params))
+        exact[name] = ex | {"vmc": vmc_against_exact(params, ex, *pre["l3"], seed=seed + k)}
+    out["exact_l3"] = exact
+    rec = {row["L"]: row for row in recorded()["table_61"]}
+    table = []
+    for k, (L, (chains, steps, equilibration)) in enumerate(pre["table61"].items()):
+        if progress:
+            progress(f"Table 6.1, L = {L}: {chains} chains × ({equilibration} + {steps}) sweeps")
+        result = run_energy(L, chains=chains, steps=steps, equilibration=equilibration, seed=2013 + k)
+        system = LatticeRVB(L=L, **TABLE_61)
+        e = result["estimates"]["energy_per_site"]
+        r = rec[L]["energy_per_site"]
+        table.append({"L": L, "n_sites": system.n_sites, "n_electrons": system.n_electrons, "n_pairs": system.n_pairs,
+                      "thesis_table41": {k_: TABLE_41[L][k_] for k_ in ("n_sites", "n_electrons", "n_pairs")},
+                      "energy_per_site": (e["mean"], e["error"]), "recorded": tuple(r),
+                      "pull_recorded": pull(e["mean"], e["error"], *r), "chains": chains,
+                      "sweeps": (equilibration, steps), "acceptance": result["acceptance"]})
+    out["table61"] = table
+    sizes, sweeps = pre["timing"]
+    timing = []
+    for L in sizes:
+        if progress:
+            progress(f"CPU timing, L = {L}")
+        one = time_cpu(L, sweeps=sweeps, threads=1)
+        timing.append({"L": L, "cpu_one_core_s": one["s_full_run"], "thesis": PUBLISHED_SECONDS[L]})
+    out["timing_cpu"] = timing
+    recorded_gpu = json.loads(TIMINGS.read_text())
+    out["timing_gpu_recorded"] = {"machine": recorded_gpu["machine"], "date": recorded_gpu["date"],
+                                  "rows": [{"L": row["L"], "gpu_s": row["gpu_s"]} for row in recorded_gpu["table_62"]]}
+    if lattice_samplers.cuda_available():
+        if progress:
+            progress("GPU timing of the Table 6.2 workload (L = 15, 32 chains × 5000 + 5000 sweeps)")
+        run_energy(15, chains=32, steps=10, equilibration=10, backend="cuda")  # compile outside the clock
+        start = time.perf_counter()
+        run_energy(15, **TABLE_61_RUN, backend="cuda")
+        out["timing_gpu"] = {"L": 15, "gpu_s": time.perf_counter() - start, "thesis_m2070_s": PUBLISHED_SECONDS[15]["gpu_bfactor8"]}
+    return out
+
+
+def markdown(result: dict) -> str:
+    """The exact checks, Table 6.1 and the timings as markdown."""
+    from ..stats import format_value_error as fmt
+
+    lines = [f"Study 000: the projected d-wave RVB state of the t–J model (precision preset `{result['precision']}`), "
+             "energies per site in units of t. Pulls in combined σ.", "",
+             "**Exact checks on the 10-site cluster (L = 3, 8 electrons).** Enumeration of every configuration "
+             "(Σ Ψ² E_L / Σ Ψ²) against ⟨Ψ|H|Ψ⟩ from fermion operators, the exact ground state, and VMC against the "
+             "enumeration:", "",
+             "| parameters | enumeration | ⟨Ψ\\|H\\|Ψ⟩ | ground state | VMC E | pull | VMC E_kin | pull | VMC E_J | pull |",
+             "|---|---:|---:|---:|---|---:|---|---:|---|---:|"]
+    for name, ex in result["exact_l3"].items():
+        rows = ex["vmc"]["rows"]
+        lines.append(f"| {name} | {ex['enumeration']:.10f} | {ex['expectation']:.10f} | {ex['ground_state']:.6f} | "
+                     + " | ".join(f"{fmt(*rows[key]['vmc'])} | {rows[key]['pull']:+.1f}" for key in EXACT_KEYS) + " |")
+    lines += ["", "**Table 6.1** (J = 0.3, x = 0.1, Δ = 1.5, μ = 0). The thesis prints no energies: the live runs are set "
+                  "beside qmckit's recorded long runs (`data/lattice_rvb_recorded.json`), the sizes beside its Table 4.1.",
+              "", "| L | N_s | N_e | N_p | thesis N_s, N_e, N_p | E/N_s live | chains × sweeps | E/N_s recorded | pull |",
+              "|---:|---:|---:|---:|---|---|---|---|---:|"]
+    for row in result["table61"]:
+        t41 = row["thesis_table41"]
+        lines.append(f"| {row['L']} | {row['n_sites']} | {row['n_electrons']} | {row['n_pairs']} | "
+                     f"{t41['n_sites']}, {t41['n_electrons']}, {t41['n_pairs']} | {fmt(*row['energy_per_site'])} | "
+                     f"{row['chains']} × ({row['sweeps'][0]} + {row['sweeps'][1]}) | {fmt(*row['recorded'])} | "
+                     f"{row['pull_recorded']:+.1f} |")
+    machine = result.get("machine", {})
+    lines += ["", f"**Timing** (32 chains × 5000 + 5000 sweeps, seconds; this machine: {machine.get('cpu', '?')}, one "
+                  "core, extrapolated from timed sweeps; the thesis: Tables 6.2/6.3, one i7-2600 core and a Tesla M2070):",
+              "", "| L | this CPU, one core | thesis CPU, one core | thesis GPU (M2070) | qmckit GPU |", "|---:|---:|---:|---:|---:|"]
+    gpu_rows = {row["L"]: row["gpu_s"] for row in result["timing_gpu_recorded"]["rows"]}
+    for row in result["timing_cpu"]:
+        live = result.get("timing_gpu", {})
+        gpu = (f"{live['gpu_s']:.2f} (this GPU)" if live.get("L") == row["L"] else
+               f"{gpu_rows[row['L']]:.2f} (recorded)" if row["L"] in gpu_rows else "—")
+        lines.append(f"| {row['L']} | {row['cpu_one_core_s']:.1f} | {row['thesis']['cpu_one_core']} | "
+                     f"{row['thesis']['gpu_bfactor8']} | {gpu} |")
+    if "timing_gpu" in result and all(row["L"] != 15 for row in result["timing_cpu"]):
+        live = result["timing_gpu"]
+        lines.append(f"| 15 | — | {PUBLISHED_SECONDS[15]['cpu_one_core']} | {live['thesis_m2070_s']} | "
+                     f"{live['gpu_s']:.2f} (this GPU) |")
+    rec = result["timing_gpu_recorded"]
+    lines += ["", f"Recorded GPU times: {rec['machine']['gpu']}, {rec['date']} (`data/lattice_rvb_timings.json`)."]
+    return "\n".join(lines)
+
+
+def figure(result: dict):
+    """Left: pulls of the exact checks and Table 6.1; right: the timings against the thesis's."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(12, 4.2), layout="constrained")
+    ax_p, ax_t = fig.subplots(1, 2)
+    labels, pulls = [], []
+    for k, ex in enumerate(result["exact_l3"].values()):
+        for key, row in ex["vmc"]["rows"].items():
+            labels.append(f"L=3 #{k + 1} {key.split('_')[0]}")
+            pulls.append(row["pull"])
+    for row in result["table61"]:
+        labels.append(f"L={row['L']} vs recorded")
+        pulls.append(row["pull_recorded"])
+    ax_p.barh(np.arange(len(pulls)), pulls, color="C0")
+    ax_p.axvspan(-2, 2, color="0.9", zorder=0)
+    ax_p.set_yticks(np.arange(len(pulls)), labels, fontsize=8)
+    ax_p.set_xlabel("pull (σ)")
+    ax_p.set_title("VMC against exact and recorded energies")
+    Ls = [row["L"] for row in result["timing_cpu"]]
+    ax_t.plot(Ls, [row["cpu_one_core_s"] for row in result["timing_cpu"]], "o-", label="this CPU, one core")
+    ax_t.plot(Ls, [row["thesis"]["cpu_one_core"] for row in result["timing_cpu"]], "s--", mfc="none",
+              label="thesis, i7-2600 one core")
+    ax_t.plot(list(PUBLISHED_SECONDS), [v["gpu_bfactor8"] for v in PUBLISHED_SECONDS.values()], "^--", mfc="none",
+              label="thesis, Tesla M2070")
+    rec = result["timing_gpu_recorded"]
+    ax_t.plot([row["L"] for row in rec["rows"]], [row["gpu_s"] for row in rec["rows"]], "D-",
+              label=f"qmckit, {rec['machine']['gpu']} (recorded)")
+    ax_t.set(yscale="log", xlabel="L (N_s = L² + 1)", ylabel="seconds, 32 chains × 5000 + 5000 sweeps",
+             title="Tables 6.2/6.3")
+    ax_t.legend(fontsize=8)
+    return fig
