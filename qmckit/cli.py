@@ -341,7 +341,7 @@ def _run(args) -> int:
 
     progress = Progress(interactive(args.json))
     try:
-        result = run.run(progress)
+        result = run.run(progress, pieces=progress.piece if progress.enabled else None)
     except (FloatingPointError, ValueError) as err:  # a run that cannot go on (ψ_T fails, the population dies)
         return _fail(f"the run stopped: {str(err).splitlines()[0]}")
     finally:
@@ -382,7 +382,7 @@ def _run_lattice(args, system_class) -> int:
         return _fail(_flag_for(str(err), system_class))
     progress = Progress(interactive(args.json))
     try:
-        result = run.run(progress)
+        result = run.run(progress, pieces=progress.piece if progress.enabled else None)
     except (FloatingPointError, ValueError) as err:
         return _fail(f"the run stopped: {str(err).splitlines()[0]}")
     finally:

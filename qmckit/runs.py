@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .methods.dmc import DMC, FEEDBACK_TIME
-from .methods.run import Run
+from .methods.run import PIECE_S, Run
 from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
 from .samplers.cpu import nuclei_for_moves
 from .observables import DensityHistogram, density_summary
@@ -240,27 +241,61 @@ class _Run(Run):
         return self.vmc.walkers
 
     # --- running ------------------------------------------------------------------------------
-    def _equilibrate(self) -> None:
-        self.vmc.equilibrate(self.config.equilibration)
-        self._after_equilibration()
+    def _equilibration_pieces(self):
+        total = self.config.equilibration
+        pieces = getattr(self.vmc, "equilibration_pieces", None)
+        if pieces is None:  # a sampler that equilibrates in one call only
+            self.vmc.equilibrate(total)
+        else:
+            for done in pieces(total):
+                yield "equilibration", done, total
+        yield from self._after_equilibration_pieces()
 
-    def _after_equilibration(self) -> None:
-        pass
+    def _after_equilibration_pieces(self):
+        return
+        yield  # nothing after the VMC equilibration (DMC: its own equilibration steps)
 
     @staticmethod
     def resume(path) -> "_Run":
         """Continue the run checkpointed at ``path`` (see :func:`resume_run`)."""
         return resume_run(path)
 
-    def _block(self, n: int) -> dict:
+    def _block_pieces(self, n: int):
         self.vmc.recompute()  # discard the round-off of incremental cache updates
-        records = self._sweeps(n)
+        records = yield from self._sweep_pieces(n)
         if self.density is not None:
             records["density"] = self.density.take_block()[None, :]
         return records
 
-    def _sweeps(self, n: int) -> dict:
+    def _sweep_pieces(self, n: int):
+        """The block's ``n`` sweeps or steps as pieces (generator of ``("block", done, n)``) returning its records."""
         raise NotImplementedError
+
+    def _sweeps_in_pieces(self, n: int):
+        """``self.vmc.sweep(n)`` for a sampler that is ``exact_in_pieces``, cut into pieces of about
+        :data:`~qmckit.methods.run.PIECE_S` seconds so that a Stop waits no longer: (energies (n, W), acceptance),
+        the numbers of one call. A sampler that is not (a GPU sweeper rebuilds its caches at every launch)
+        sweeps the block in one call."""
+        if not getattr(self.vmc, "exact_in_pieces", False):
+            return self.vmc.sweep(n)
+        w = self.vmc.walkers
+        moves = w.n_walkers * w.n_particles  # proposed moves per sweep
+        parts, accepted, done, size = [], 0, 0, 1
+        while True:
+            k = min(size, n - done)
+            start = time.perf_counter()
+            energies, acceptance = self.vmc.sweep(k)
+            elapsed = time.perf_counter() - start
+            parts.append(energies)
+            # the integer count of accepted moves back from its ratio (exact: far below 2^52 moves), so that
+            # the block's acceptance is count / proposed as in one call
+            accepted += round(float(acceptance) * k * moves)
+            done += k
+            if done >= n:
+                break
+            size = max(1, min(8 * k, int(k * PIECE_S / max(elapsed, 1e-6))))
+            yield "block", done, n
+        return (parts[0] if len(parts) == 1 else np.concatenate(parts)), accepted / (n * moves)
 
     def _finite(self, series: np.ndarray) -> np.ndarray:
         """``series`` (the energies), or a FloatingPointError that says where ψ_T failed: an energy that is NaN
@@ -348,31 +383,36 @@ class VMCRun(_Run):
         self.series.update({f"obs_{name}": [] for name in self.observables})
 
     def _measured_sweeps(self, n: int):
-        """``n`` measurements, each after ``measure_every`` sweeps: (energies (n, W), extra (n, W, K), acceptance)."""
+        """``n`` measurements, each after ``measure_every`` sweeps, as pieces: returns (energies (n, W),
+        extra (n, W, K), acceptance)."""
         every = self.config.measure_every
         if not self.observables:
             if every == 1:
-                energies, acceptance = self.vmc.sweep(n)
+                energies, acceptance = yield from self._sweeps_in_pieces(n)
                 return energies, None, acceptance
             rows, accepted = [], 0.0
-            for _ in range(n):
+            for k in range(n):
                 _, acc_skip = self.vmc.sweep(every - 1, measure=False)
                 part, acc = self.vmc.sweep(1)
                 rows.append(part[0])
                 accepted += acc_skip * (every - 1) + acc
+                if k + 1 < n:
+                    yield "block", k + 1, n
             return np.array(rows), None, accepted / (n * every)
         values, accepted = [], 0.0
-        for _ in range(n):
+        for k in range(n):
             _, acc = self.vmc.sweep(every, measure=False)
             values.append(self.vmc.observables())
             accepted += acc
+            if k + 1 < n:
+                yield "block", k + 1, n
         values = np.array(values)  # (n, W, 1 + K)
         return values[:, :, 0], values[:, :, 1:], accepted / n
 
-    def _sweeps(self, sweeps: int) -> dict:
+    def _sweep_pieces(self, sweeps: int):
         extra = None
         if self.density is None:
-            energies, extra, acceptance = self._measured_sweeps(sweeps)
+            energies, extra, acceptance = yield from self._measured_sweeps(sweeps)
         else:
             chunks, accepted, done = [], 0.0, 0
             while done < sweeps:
@@ -383,6 +423,8 @@ class VMCRun(_Run):
                 chunks.append(part)
                 accepted += acc * n
                 done += n
+                if done < sweeps:
+                    yield "block", done, sweeps
             energies, acceptance = np.concatenate(chunks), accepted / sweeps
         var = energies.var(axis=1, ddof=1) if energies.shape[1] > 1 else np.zeros(sweeps)
         records = {"energy_mean": energies.mean(axis=1), "energy_var": var, "acceptance": [acceptance]}
@@ -428,7 +470,7 @@ class DMCRun(_Run):
                    energy_cap=self.config.energy_cap, seed=self._branch_seq, driver=self.vmc,
                    effective_time_step=self.config.effective_time_step)
 
-    def _after_equilibration(self) -> None:
+    def _after_equilibration_pieces(self):
         self.dmc = self._make_dmc()
         self.vmc = self.dmc.driver
         # while the walkers relax from the VMC to the DMC distribution, hold the population on
@@ -436,17 +478,22 @@ class DMCRun(_Run):
         # are not recorded, so the stronger population-control bias does not matter
         feedback, reference = self.dmc.feedback_time, self.dmc.reference_time
         self.dmc.feedback_time = self.dmc.reference_time = 2 * self.config.dt
-        for _ in range(self.config.dmc_equilibration):
+        total = self.config.dmc_equilibration
+        for k in range(total):
             self.dmc.step()
+            if k + 1 < total:  # a Stop may pause between steps (the leash stays on until the last one)
+                yield "DMC equilibration", k + 1, total
         self.dmc.feedback_time, self.dmc.reference_time = feedback, reference
 
-    def _sweeps(self, steps: int) -> dict:
+    def _sweep_pieces(self, steps: int):
         records = []
         for k in range(steps):
             records.append(self.dmc.step())
             if self.density is not None and (k + 1) % self.config.density_every == 0:
                 self.vmc.sync()  # a GPU sampler's walkers are on the device
                 self.density.add(self.walkers.positions)
+            if k + 1 < steps:
+                yield "block", k + 1, steps
         return {name: [getattr(r, name) for r in records] for name in self.SERIES}
 
     def energy_series(self) -> np.ndarray:

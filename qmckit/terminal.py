@@ -13,6 +13,9 @@ import warnings
 from contextlib import contextmanager
 
 
+UNITS = {"equilibration": "sweep", "DMC equilibration": "step", "blocks": "block"}  # what a phase counts
+
+
 def interactive(json_output: bool = False, stream=None) -> bool:
     """True when progress should be drawn: stderr is a terminal and the output is not JSON."""
     stream = stream or sys.stderr
@@ -25,8 +28,9 @@ class Progress:
     ``phase`` names what is counted (e.g. ``"equilibration"``, ``"blocks"``); a new phase starts a new bar.
     Without a terminal (``enabled=False``) every call does nothing."""
 
-    def __init__(self, enabled: bool, stream=None):
+    def __init__(self, enabled: bool, stream=None, mininterval: float = 0.1):
         self.enabled = enabled
+        self.mininterval = mininterval  # seconds between redraws, however often the bar is called
         self.stream = stream or sys.stderr
         self._bar = None
         self._phase = None
@@ -38,12 +42,17 @@ class Progress:
             self.close()
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=f"qmckit: {phase}", unit=" " + phase.split()[-1].rstrip("s"),
-                             file=self.stream, leave=False, dynamic_ncols=True)
+            self._bar = tqdm(total=total, desc=f"qmckit: {phase}", unit=" " + UNITS.get(phase, "it"),
+                             file=self.stream, leave=False, dynamic_ncols=True, mininterval=self.mininterval)
             self._phase = phase
         self._bar.total = total
-        self._bar.n = done
-        self._bar.refresh()
+        self._bar.update(done - self._bar.n)  # redrawn at most every mininterval
+
+    def piece(self, phase: str, done: int, total: int) -> None:
+        """A run's ``pieces`` callback: bars for the equilibration phases (a block's pieces are left to the
+        per-block bar)."""
+        if phase != "block":
+            self(done, total, phase)
 
     def step(self, message: str) -> None:
         """One line saying what comes next (a study's stages), on a terminal only."""

@@ -56,7 +56,7 @@ def test_sync_run_equals_direct_lattice_run():
     assert panel.result_line.value == format_result(direct)
     assert f"{est['mean']:.6f} ± {est['error']:.6f}" in panel.result_line.value
     assert panel.status.value.startswith("done")
-    assert f"E/N_s = {format_value_error(est['mean'], est['error'])} t" in panel.status.value
+    assert f"E/Nₛ = {format_value_error(est['mean'], est['error'])} t" in panel.status.value  # no raw E/N_s
     assert "60 sweeps × 4 chains" in panel.status.value
     assert panel.progress.max == panel.last_run.config.n_blocks == panel.progress.value
     (out,) = panel.plot.outputs  # the live plot was rendered into the Output widget

@@ -10,6 +10,7 @@ import pytest
 from qmckit.runs import make_run
 from qmckit.systems import SYSTEMS
 from qmckit.widgets import BosonPanel, SystemPanel, fast_mode
+from qmckit.widgets.labels import unit_text
 
 TIMEOUT = 120.0  # seconds; generous for a cold numba compile on a slow CI machine
 
@@ -208,7 +209,8 @@ def test_molecule_panel_vmc_equals_rhf_dmc_goes_below_and_bad_input():
     assert values["rhf"] == pytest.approx(-1.11668, abs=1e-4)
     assert 0 < values["error"] < 0.01 and abs(values["pull"]) < 3, values
     assert values["energy"] == result["estimates"]["energy"]["mean"]
-    assert panel.status.value.startswith("done") and f"E_RHF = {values['rhf']:.6f} E_h" in panel.status.value
+    # units rendered (issue 26, item 4.9): E(RHF) and Eₕ, no raw underscores
+    assert panel.status.value.startswith("done") and f"E(RHF) = {values['rhf']:.6f} Eₕ" in panel.status.value
     assert "E<sub>RHF</sub>" in panel.comparison.value and "bare RHF determinant" in panel.comparison.value
     (out,) = panel.plot.outputs
     assert out["data"]["image/png"]
@@ -360,7 +362,9 @@ def test_system_panel_controls_come_from_the_parameter_metadata(name):
     assert list(panel.controls) == [info.name for info in infos]
     for info in infos:
         control = panel.controls[info.name]
-        assert control.description == info.label and control.tooltip == info.describe()
+        # the symbol with its subscripts rendered (β_en → βₑₙ), the help as the metadata give it
+        assert control.description == unit_text(info.label) and "_" not in control.description
+        assert control.tooltip == info.describe()
         assert getattr(panel, info.name) is control
     config = panel.config()
     assert config.system == name and config.params == SYSTEMS[name]().params.as_dict()

@@ -86,6 +86,11 @@ class HeliumGaussSampler:
 
         return equilibrate(self, n_sweeps, chunk)
 
+    def equilibration_pieces(self, n_sweeps: int, chunk: int = 10):
+        from ..samplers.cpu import equilibration_pieces
+
+        return equilibration_pieces(self, n_sweeps, chunk)
+
     def recompute(self) -> None:
         """Nothing to do: the chains keep no incremental cache (every move sums its pair terms afresh)."""
 

@@ -10,6 +10,7 @@ uninterrupted run. The result dictionary follows the CLI contract (``energy_per_
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..samplers import lattice as chains_mod
 from ..rng import seed_states
 from ..stats import estimate
 from ..systems.lattice_rvb import LatticeRVB
-from .run import Run
+from .run import PIECE_S, Run
 
 CHECKPOINT_FORMAT = "qmckit-lattice-checkpoint-1"
 SERIES = ("kinetic", "exchange", "double", "acceptance")
@@ -104,14 +105,35 @@ class LatticeRun(Run):
         return chains_mod.make_chains(self.system, state, states, cfg.moves_per_sweep, cfg.refresh_every, self.backend)
 
     # --- running ------------------------------------------------------------------------------
-    def _equilibrate(self) -> None:
+    def _pieces(self, sweeps: int, measure: bool, phase: str):
+        """``self.chains.sweep(sweeps, measure)`` as pieces (a generator of ``(phase, done, sweeps)``) returning
+        the (W, sweeps, 3) energies. A CPU chain rebuilds A⁻¹ every ``refresh_every`` sweeps of a call and at
+        its end, so pieces of whole refresh intervals give the numbers of one call; the GPU kernel runs the
+        whole call in one launch."""
+        every = self.config.refresh_every
+        if self.backend != "cpu" or sweeps <= every:
+            return self.chains.sweep(sweeps, measure=measure)
+        parts, done, size = [], 0, every
+        while True:
+            k = min(size, sweeps - done)
+            start = time.perf_counter()
+            parts.append(self.chains.sweep(k, measure=measure))
+            elapsed = time.perf_counter() - start
+            done += k
+            if done >= sweeps:
+                break
+            size = every * max(1, min(8 * k // every, int(k * PIECE_S / max(elapsed, 1e-6)) // every))
+            yield phase, done, sweeps
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+    def _equilibration_pieces(self):
         if self.config.equilibration:
-            self.chains.sweep(self.config.equilibration, measure=False)
+            yield from self._pieces(self.config.equilibration, False, "equilibration")
         self.chains.counts[:] = 0  # acceptance counts the measured sweeps only
 
-    def _block(self, sweeps: int) -> dict:
+    def _block_pieces(self, sweeps: int):
         before = self.chains.counts.sum(axis=0).copy()
-        energies = self.chains.sweep(sweeps).mean(axis=0)  # chain average per sweep: (sweeps, 3)
+        energies = (yield from self._pieces(sweeps, True, "block")).mean(axis=0)  # chain average per sweep: (sweeps, 3)
         delta = self.chains.counts.sum(axis=0) - before
         proposed = delta[chains_mod.HOPS_PROPOSED] + delta[chains_mod.SWAPS_PROPOSED]
         accepted = delta[chains_mod.HOPS_ACCEPTED] + delta[chains_mod.SWAPS_ACCEPTED]

@@ -11,13 +11,23 @@ and Stop behave alike for all of them.
 
 A subclass sets ``CHECKPOINT_FORMAT`` and ``series_names`` and implements
 
-    _equilibrate()              the equilibration sweeps (and whatever must follow them)
-    _block(n) -> dict           n sweeps or steps: {series name: records of this block}
+    _equilibrate()              the equilibration sweeps (and whatever must follow them), or
+    _equilibration_pieces()     the same as a generator that yields (phase, done, total) between pieces of work
+    _block(n) -> dict           n sweeps or steps: {series name: records of this block}, or
+    _block_pieces(n)            the same as a generator that yields (phase, done, total) and returns the records
     _sync()                     bring device-held state to the host before a checkpoint
     _checkpoint_attrs() -> dict scalar state for the checkpoint's attributes
     _save_state(f)              arrays (walkers, chains, …) into the open HDF5 file ``f``
     estimates(), result(), acceptance
     _health() -> list[str]      (optional) one line for each problem of the run a user must know of
+
+Pieces: a Stop is seen between pieces of work, not only between blocks. A run whose equilibration or block
+is a generator of pieces (VMC and DMC runs of continuum walkers, lattice runs on the CPU) pauses there and,
+on the next ``blocks`` or ``equilibrate`` call, goes on with the same generator, so a paused-and-continued
+run gives the numbers of an uninterrupted one. Pieces are cut only where cutting changes no number (sweeps
+of a sampler whose whole state lives in its walkers, DMC steps, lattice sweeps between inverse rebuilds).
+The optional ``progress(phase, done, total)`` callback sees every piece: phase ``"equilibration"`` (VMC
+sweeps), ``"DMC equilibration"`` (DMC steps) or ``"block"`` (sweeps or steps of the current block).
 
 A result carries ``warnings``: those lines, acceptance below :data:`MIN_ACCEPTANCE`, and one line for all
 error bars that rest on too short a series, naming the ``steps`` that would do (:meth:`Run.warnings`).
@@ -36,6 +46,8 @@ from ..stats.blocking import MIN_BLOCKS, ShortSeriesWarning
 
 MIN_ACCEPTANCE = 1e-3  # below it the walkers hardly move: a run says so in its warnings
 TAU_MARGIN = 2.0  # a short series underestimates its correlation time: suggest steps for this many times it
+PIECE_S = 0.1  # wall seconds a piece of sweeps aims at (a Stop waits at most about one piece)
+_STOPPED = object()  # what _advance returns when a Stop paused the pending work
 
 
 def _round_up(x: float) -> int:
@@ -71,29 +83,49 @@ class Run:
         self.equilibrated = False
         self.blocks_done = 0
         self.wall_s = 0.0
+        self._pending = None  # the generator of the equilibration or block a Stop paused part-way
 
     # --- running ------------------------------------------------------------------------------
-    def equilibrate(self) -> None:
-        if not self.equilibrated:
-            start = time.perf_counter()
-            self._equilibrate()
-            self.equilibrated = True
+    def equilibrate(self, stop=None, progress=None) -> bool:
+        """Run the equilibration, or what a Stop left of it; True once it is done, False if ``stop``
+        paused it between two pieces (a later call goes on where it stopped: the same numbers).
+        ``stop`` and ``progress`` as for :meth:`blocks`."""
+        if self.equilibrated:
+            return True
+        if self._pending is None:
+            self._pending = self._equilibration_pieces()
+        start = time.perf_counter()
+        try:
+            finished = self._advance(stop, progress) is not _STOPPED
+        finally:
             self.wall_s += time.perf_counter() - start
+        if finished:
+            self.equilibrated = True
             self.save_checkpoint()
+        return finished
 
-    def blocks(self, stop=None):
-        """Run the remaining blocks, yielding ``(blocks_done, n_blocks)`` after each one.
+    def blocks(self, stop=None, progress=None):
+        """Run the remaining blocks (after the equilibration), yielding ``(blocks_done, n_blocks)`` after each.
 
-        ``stop`` is an optional ``threading.Event``; when set, the run pauses after the current
-        block (its checkpoint is written), and can be continued by calling ``blocks`` again.
+        ``stop`` is an optional ``threading.Event``; when set, the run pauses at the next piece of work
+        (see the module docstring; the equilibration included) or block boundary, and calling ``blocks``
+        again continues it with the numbers of an uninterrupted run. Checkpoints are written after the
+        equilibration and after every block, never part-way. ``progress(phase, done, total)`` is called
+        after every piece (often: keep it cheap).
         """
-        self.equilibrate()
+        if not self.equilibrate(stop, progress):
+            return
         cfg = self.config
         while self.blocks_done < cfg.n_blocks:
-            if stop is not None and stop.is_set():
-                return
+            if self._pending is None:
+                if stop is not None and stop.is_set():
+                    return
+                self._pending = self._block_pieces(min(cfg.block, cfg.steps - self.blocks_done * cfg.block))
             start = time.perf_counter()
-            records = self._block(min(cfg.block, cfg.steps - self.blocks_done * cfg.block))
+            records = self._advance(stop, progress)
+            if records is _STOPPED:
+                self.wall_s += time.perf_counter() - start
+                return
             for name in self.series_names:
                 self.series[name].append(np.asarray(records[name]))
             self.blocks_done += 1
@@ -101,9 +133,33 @@ class Run:
             self.save_checkpoint()
             yield self.blocks_done, cfg.n_blocks
 
-    def run(self, progress=None) -> dict:
-        """Run to completion; ``progress(done, total)`` is called after every block."""
-        for done, total in self.blocks():
+    def _advance(self, stop, progress):
+        """Drive the pending generator to its end (its return value), or until ``stop`` is set after a piece
+        (``_STOPPED``: the generator stays pending, and the next call goes on with it)."""
+        pieces = self._pending
+        try:
+            while True:
+                phase, done, total = next(pieces)
+                if progress is not None:
+                    progress(phase, done, total)
+                if stop is not None and stop.is_set():
+                    return _STOPPED
+        except StopIteration as end:
+            self._pending = None
+            return end.value
+        except BaseException:
+            self._pending = None  # a failed piece cannot be continued
+            raise
+
+    @property
+    def paused_part_way(self) -> bool:
+        """Whether a Stop paused the run inside its equilibration or a block (the next call goes on there)."""
+        return self._pending is not None
+
+    def run(self, progress=None, pieces=None) -> dict:
+        """Run to completion; ``progress(done, total)`` is called after every block, ``pieces(phase, done,
+        total)`` after every piece of work (the equilibration's included; see :meth:`blocks`)."""
+        for done, total in self.blocks(progress=pieces):
             if progress is not None:
                 progress(done, total)
         return self.result()
@@ -177,6 +233,19 @@ class Run:
 
     def _block(self, n: int) -> dict:
         raise NotImplementedError
+
+    def _equilibration_pieces(self):
+        """The equilibration as a generator of ``(phase, done, total)`` between pieces; by default
+        :meth:`_equilibrate` in one piece."""
+        self._equilibrate()
+        return
+        yield  # a generator that yields nothing
+
+    def _block_pieces(self, n: int):
+        """A block of ``n`` sweeps or steps as a generator of ``(phase, done, total)`` that returns the
+        block's records; by default :meth:`_block` in one piece."""
+        return self._block(n)
+        yield  # a generator that yields nothing
 
     def _sync(self) -> None:
         pass

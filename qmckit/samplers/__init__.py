@@ -6,6 +6,10 @@ A sampler owns a walker ensemble (:class:`~qmckit.walkers.Walkers`) of one conti
         n sweeps of N single-particle moves on every walker; with ``measure`` the local energy of every
         walker after each sweep
     equilibrate(n_sweeps) -> acceptance     sweeps without measuring (the brute-force step is tuned)
+    equilibration_pieces(n_sweeps)          (optional) the same as a generator of the sweeps done, so that a
+                                            run can pause on Stop between chunks
+    exact_in_pieces                         (optional) True when sweep(a) then sweep(b) gives the numbers
+                                            of sweep(a + b): a run then cuts its blocks into pieces
     recompute()                             rebuild the walkers' caches from their positions
     local_energies() -> (W,)                E_L of every walker now
     sync()                                  bring the walkers to the host ``walkers`` (checkpoints)
@@ -30,7 +34,7 @@ import numpy as np
 
 from ..backends.cpu_kernels import SAMPLERS, variant_flags
 from ..systems.protocol import Unsupported
-from .cpu import CpuSampler, equilibrate, evaluate_configurations
+from .cpu import CpuSampler, equilibrate, equilibration_pieces, evaluate_configurations
 
 BACKENDS = ("cpu", "cuda")
 
@@ -96,4 +100,4 @@ def cuda_available(system, sampler: str = "drift") -> bool:
 
 
 __all__ = ["SAMPLERS", "BACKENDS", "CpuSampler", "make_sampler", "samplers_of", "check_gpu", "cuda_available",
-           "equilibrate", "evaluate_configurations", "variant_flags"]
+           "equilibrate", "equilibration_pieces", "evaluate_configurations", "variant_flags"]

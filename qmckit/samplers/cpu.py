@@ -38,6 +38,11 @@ class CpuSampler:
         (:mod:`qmckit.backends.nuclear_moves`; atoms and molecules; exact either way, smaller DMC time-step errors)
     """
 
+    # a sweep's whole state is in the walkers (positions, caches, random streams) and the kernel keeps
+    # nothing between calls, so sweep(a) then sweep(b) gives the numbers of sweep(a + b): a run may cut
+    # its blocks into pieces (to see a Stop) without changing any number
+    exact_in_pieces = True
+
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
                  target_acceptance: float = 0.5, drift_cap: bool = True, green: str = "moved",
                  accept_uniform: str = "fresh", hard_core: str = "reject", nuclear_moves: bool = False):
@@ -98,6 +103,9 @@ class CpuSampler:
     def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
         return equilibrate(self, n_sweeps, chunk)
 
+    def equilibration_pieces(self, n_sweeps: int, chunk: int = 10):
+        return equilibration_pieces(self, n_sweeps, chunk)
+
     def sync(self) -> None:
         """Nothing to do: the walkers are already on the host."""
 
@@ -127,6 +135,18 @@ def nuclei_for_moves(system, sampler: str, variant: int = 0) -> np.ndarray:
 
 def equilibrate(driver, n_sweeps: int, chunk: int = 10) -> float:
     """Thermalise ``driver`` for ``n_sweeps`` sweeps; tune the brute-force step. Returns the last acceptance."""
+    pieces = equilibration_pieces(driver, n_sweeps, chunk)
+    while True:
+        try:
+            next(pieces)
+        except StopIteration as end:
+            return end.value
+
+
+def equilibration_pieces(driver, n_sweeps: int, chunk: int = 10):
+    """:func:`equilibrate` as a generator: yields the sweeps done after every chunk but the last (a run may
+    pause there on Stop and continue later: the same operations in the same order, so the same numbers)
+    and returns the last acceptance."""
     acceptance = 0.0
     done = 0
     while done < n_sweeps:
@@ -136,6 +156,8 @@ def equilibrate(driver, n_sweeps: int, chunk: int = 10) -> float:
             # acceptance falls as the step grows: scale toward the target, at most ×2 per chunk
             driver.step *= float(np.clip((acceptance + 1e-3) / driver.target_acceptance, 0.5, 2.0))
         done += n
+        if done < n_sweeps:
+            yield done
     driver.recompute()
     return acceptance
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..backends.cpu_kernels import kernels_for, variant_flags
 from ..rng import fork_from
 from ..systems.protocol import require
-from .cpu import equilibrate, nuclei_for_moves
+from .cpu import equilibrate, equilibration_pieces, nuclei_for_moves
 
 
 def sweeper_class(system):
@@ -114,6 +114,9 @@ class CudaSampler:
 
     def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
         return equilibrate(self, n_sweeps, chunk)
+
+    def equilibration_pieces(self, n_sweeps: int, chunk: int = 10):
+        return equilibration_pieces(self, n_sweeps, chunk)
 
     def recompute(self) -> None:
         """Nothing to do: the GPU kernels rebuild their caches at every launch."""

@@ -172,7 +172,8 @@ def figure(result: dict):
         t_value, t_error = ref[name]["dmc"]["thesis"]
         ax.errorbar([0.0], [t_value], yerr=[t_error], fmt="D", ms=4, color="C2", label="thesis DMC")
         ax.set_title(f"{name}: N={entry['params']['n']}, λ={entry['params']['lam']:.3g}, a={entry['params']['a']:g}")
-        ax.set_ylabel("E/N  (ħω_⊥)")
+        ax.set_xlabel("Δτ  (1/ω$_\\perp$)")
+        ax.set_ylabel("E/N  (ħω$_\\perp$)")
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -3,7 +3,7 @@
     >>> from qmckit.widgets import BosonPanel
     >>> panel = BosonPanel()
     >>> panel            # in Jupyter: controls, Run/Stop, progress bar, live plots
-    >>> panel.run_sync() # or press Run (background thread) / Stop (pauses at the next block)
+    >>> panel.run_sync() # or press Run (background thread) / Stop (pauses within a fraction of a second)
 
 Panels: :class:`SystemPanel` (any registered system, its controls generated from the parameter
 metadata: ``SystemPanel("qdot", n=6)``), :class:`BosonPanel` (trapped bosons, VMC), :class:`AtomPanel` (He, Be, Ne: VMC and fixed-node
@@ -14,7 +14,9 @@ projected d-wave RVB state of the t–J model) and :class:`OrbitalsPanel` (study
 evaluation cost and the updating schemes' bias). The last four are imported on first use, so
 ``import qmckit.widgets`` stays cheap; none needs PySCF to import (without it they say so).
 
-``fast_mode()`` reads ``QMCKIT_FAST`` (small default sizes for CI and notebook fast mode).
+``fast_mode()`` reads ``QMCKIT_FAST`` (small default sizes for CI and notebook fast mode). What every
+panel shows while it starts, runs, stops and fails (and the CSS classes browser tests find it by) is
+described in :mod:`qmckit.widgets.panel_base`.
 """
 from importlib import import_module
 

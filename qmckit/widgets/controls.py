@@ -7,29 +7,45 @@
 A float becomes a ``FloatText``, an int an ``IntText``, a bool a
 ``Checkbox``, a string with choices a ``Dropdown``, any other string a ``Text``, and a number whose
 default the system resolves (None) an :class:`OptionalFloatText` (empty: that default); the label is the
-parameter's symbol and the tooltip its help with unit, allowed values and default
-(:meth:`qmckit.systems.ParameterInfo.describe`). Values are not checked here: the system's
+parameter's symbol with its subscripts rendered (``β_en`` → ``βₑₙ``,
+:func:`~qmckit.widgets.labels.unit_text`) and the tooltip its help with unit, allowed values and default
+(:meth:`qmckit.systems.ParameterInfo.describe`). A label too long for the common label column gets its
+own width (:func:`style`), not an ellipsis. Values are not checked here: the system's
 parameter dataclass does that when the panel builds its run, and the panel shows the one-line error.
 """
 from __future__ import annotations
 
 import ipywidgets as widgets
 
-DESCRIPTION_STYLE = {"description_width": "70px"}
+from .labels import unit_text
+
+DESCRIPTION_WIDTH = "70px"  # the controls' label column
+DESCRIPTION_STYLE = {"description_width": DESCRIPTION_WIDTH}
 WIDTH = "210px"
 
 
+def style(label: str) -> dict:
+    """A control's ``style``: the common label column, or the label's own width where it would not fit in
+    it (a truncated "per ele…" tells nothing)."""
+    return DESCRIPTION_STYLE if len(label) <= 8 else {"description_width": "initial"}
+
+
+def _layout(label: str, width: str = WIDTH) -> widgets.Layout:
+    # a label of its own width makes the control wider by as much; never wider than the notebook
+    return widgets.Layout(width=width if len(label) <= 8 else "auto", max_width="100%")
+
+
 def float_control(description: str, value: float, tooltip: str) -> widgets.FloatText:
-    return widgets.FloatText(value=value, description=description, tooltip=tooltip, style=DESCRIPTION_STYLE,
-                             layout=widgets.Layout(width=WIDTH))
+    return widgets.FloatText(value=value, description=description, tooltip=tooltip, style=style(description),
+                             layout=_layout(description))
 
 
 def int_control(description: str, value: int, tooltip: str, low=None, high=None):
     if low is None:
-        return widgets.IntText(value=value, description=description, tooltip=tooltip, style=DESCRIPTION_STYLE,
-                               layout=widgets.Layout(width=WIDTH))
+        return widgets.IntText(value=value, description=description, tooltip=tooltip, style=style(description),
+                               layout=_layout(description))
     return widgets.BoundedIntText(value=value, min=low, max=high, description=description, tooltip=tooltip,
-                                  style=DESCRIPTION_STYLE, layout=widgets.Layout(width=WIDTH))
+                                  style=style(description), layout=_layout(description))
 
 
 def parameter_controls(system_class, values: dict | None = None, names=None) -> dict:
@@ -50,23 +66,23 @@ def parameter_controls(system_class, values: dict | None = None, names=None) -> 
     for name, info in infos.items():
         if names is not None and name not in names:
             continue
-        value, tip = resolved[name], info.describe()
+        value, tip, label = resolved[name], info.describe(), unit_text(info.label)
         if info.kind is bool:
-            control = widgets.Checkbox(value=bool(value), description=info.label, indent=False, tooltip=tip)
+            control = widgets.Checkbox(value=bool(value), description=label, indent=False, tooltip=tip,
+                                       layout=widgets.Layout(width="auto", max_width="100%"))
         elif info.spec.choices is not None:
-            control = widgets.Dropdown(options=list(info.spec.choices), value=value, description=info.label,
-                                       tooltip=tip, style=DESCRIPTION_STYLE, layout=widgets.Layout(width=WIDTH))
+            control = widgets.Dropdown(options=list(info.spec.choices), value=value, description=label,
+                                       tooltip=tip, style=style(label), layout=_layout(label))
         elif info.kind is str:
-            control = widgets.Text(value=str(value), description=info.label, tooltip=tip, style=DESCRIPTION_STYLE,
-                                   layout=widgets.Layout(width="290px"))
+            control = widgets.Text(value=str(value), description=label, tooltip=tip, style=style(label),
+                                   layout=widgets.Layout(width="290px", max_width="100%"))
         elif info.kind is int:  # unbounded: an out-of-range value gets the system's one-line error, not a clamp
-            control = int_control(info.label, int(value), tip)
+            control = int_control(label, int(value), tip)
         elif value is None:  # a number the system resolves from the others unless one is typed (an atom's β_en)
             control = OptionalFloatText(value="", placeholder=info.spec.default_text or "default",
-                                        description=info.label, tooltip=tip, style=DESCRIPTION_STYLE,
-                                        layout=widgets.Layout(width=WIDTH))
+                                        description=label, tooltip=tip, style=style(label), layout=_layout(label))
         else:
-            control = float_control(info.label, float(value), tip)
+            control = float_control(label, float(value), tip)
         controls[name] = control
     return controls
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .bec_panel import BosonPanel
 from .fast import fast_mode
-from .plots import figure_png, png_output, run_figure
+from .plots import run_figure
 
 DMC_FAST_SIZES = {"walkers": 40, "steps": 300}
 DMC_FULL_SIZES = {"walkers": 500, "steps": 4000}
@@ -37,22 +37,11 @@ class DMCPanel(BosonPanel):
                          title="Trapped hard-sphere bosons — DMC (mixed estimator, one point per DMC step)",
                          **kwargs)
         self.walkers.tooltip = "DMC population target"
-        self.steps.tooltip = "measured DMC steps"
-        self.dt.tooltip = "DMC time step Δτ (1/ω_⊥), typically 0.001–0.02; the result has an O(Δτ) bias"
+        self.dt.tooltip = (f"DMC time step Δτ ({self._time_unit}), typically 0.001–0.02; the result has an O(Δτ) "
+                           "bias")
 
-    def figure(self):
-        """A fresh matplotlib ``Figure`` of the last run (mixed energy of every step, reblocking)."""
-        run = self.last_run
+    def _figure(self, run):
+        """The mixed energy per particle of every DMC step, and its reblocking."""
         series = run.energy_series() if run is not None else []
-        unit = run.system.energy_unit if run is not None else ""
-        return _dmc_figure(series, unit)
-
-    def _redraw(self, run) -> None:
-        fig = _dmc_figure(run.energy_series(), run.system.energy_unit)
-        self.plot.outputs = (png_output(figure_png(fig), text="<DMC energy trace and reblocking plot>"),)
-
-
-def _dmc_figure(series, unit: str):
-    fig = run_figure(series, unit=unit, label="E/N (mixed)")
-    fig.axes[0].set_xlabel("DMC step")
-    return fig
+        return run_figure(series, unit=self.system_class.energy_unit, label="E/N (mixed)", xlabel="DMC step",
+                          what="energy per particle")

@@ -6,8 +6,7 @@ canvas): cluster kind and side L, hole doping x, exchange J, variational gap Δ 
 (controls from :class:`~qmckit.systems.lattice_rvb.LatticeParams`' metadata), Markov chains, measured
 sweeps, seed and backend. It
 shows the energy per site of every sweep (chain average) with its running mean and reblocking
-plot, and, when the run ends, a result line ``E/N_s = mean ± error`` with the kinetic and exchange
-parts.
+plot, and, when the run ends, a result line "E/Nₛ = mean ± error" with the kinetic and exchange parts.
 
 No physics lives here: the controls become a
 :class:`~qmckit.methods.lattice_vmc.LatticeRunConfig` (which validates them: an even L for the
@@ -29,15 +28,15 @@ import ipywidgets as widgets
 
 from ..methods.lattice_vmc import BACKENDS, LatticeRun, LatticeRunConfig
 from ..stats import format_value_error
-from .controls import DESCRIPTION_STYLE
 from .fast import fast_mode
-from .plots import figure_png, png_output, run_figure
+from .panel_base import row, style
+from .plots import run_figure
 from .system_panel import SystemPanel
 
 LATTICE_FAST_SIZES = {"chains": 8, "sweeps": 200}
 LATTICE_FULL_SIZES = {"chains": 32, "sweeps": 2000}
 _CONTINUUM_CONTROLS = ("sampler", "dt")  # run settings of continuum walkers, built by SystemPanel, not used here
-_LABEL = "E/N_s"
+_LABEL = "E/N_s"  # as the metadata write it: status lines show E/Nₛ, plots E/N with a subscript s
 
 
 class LatticePanel(SystemPanel):
@@ -50,8 +49,8 @@ class LatticePanel(SystemPanel):
     defaults).
 
     Attributes: the controls ``kind, L, doping, J, delta, mu, chains, sweeps, seed, backend``; the
-    buttons ``run_button, stop_button``; ``progress`` (IntProgress, one step per block); ``status``
-    (Label); ``result_line`` (HTML: the final estimate, empty until a run ends); ``plot`` (Output);
+    buttons ``run_button, stop_button``; ``progress`` (FloatProgress: "equilibrating", then "blocks");
+    ``status`` (HTML line); ``result_line`` (HTML: the final estimate, empty until a run ends); ``plot`` (Output);
     ``widget`` (the whole VBox); ``last_run`` (the last :class:`LatticeRun`, or None); ``thread``;
     ``error`` (the exception of the last failed attempt, or None).
     """
@@ -70,12 +69,13 @@ class LatticePanel(SystemPanel):
         self.sweeps = self.steps
         self.sweeps.description, self.sweeps.tooltip = "sweeps", "measured sweeps per chain (N_e proposals each)"
         self.backend = widgets.Dropdown(options=list(BACKENDS), value=backend if backend in BACKENDS else "cpu",
-                                        description="backend", style=DESCRIPTION_STYLE, layout=widgets.Layout(width="210px"),
+                                        description="backend", style=style("backend"),
+                                        layout=widgets.Layout(width="210px"),
                                         tooltip="cpu (numba), cuda (a GPU), auto (cuda when there is one)")
-        self.result_line = widgets.HTML(value="", layout=widgets.Layout(width="100%"))
+        self.result_line = widgets.HTML(value="")  # no width: 100% plus the widget margins overflowed
         header = widgets.HTML("<b>t–J model: projected d-wave RVB state — lattice VMC</b> "
                               "<span style='color:#666'>(study 000; energies per site in units of t)</span>")
-        controls = widgets.HBox([
+        controls = row([
             widgets.VBox([self.kind, self.L, self.doping, self.J]),
             widgets.VBox([self.delta, self.mu, self.backend]),
             widgets.VBox([self.chains, self.sweeps, self.seed]),
@@ -95,18 +95,12 @@ class LatticePanel(SystemPanel):
         return LatticeRunConfig(params=self.parameter_values(), chains=self.chains.value, steps=self.sweeps.value,
                                 seed=self.seed.value, backend=self.backend.value)
 
-    def figure(self):
-        """A fresh matplotlib ``Figure`` of the last run (energy per site of every sweep, reblocking)."""
-        run = self.last_run
-        series = run.energy_series() if run is not None else []
-        return run_figure(series, unit="t", label=_LABEL)
-
     # --- internals ----------------------------------------------------------------------------
     def _make_run(self, config: LatticeRunConfig) -> LatticeRun:
         return LatticeRun(config)
 
     def _prepare(self) -> LatticeRun | None:
-        self.result_line.value = ""
+        self.result_line.value = ""  # the last run's result line goes with its figure
         return super()._prepare()
 
     def _drive(self, run: LatticeRun, reraise: bool = False) -> bool:
@@ -129,9 +123,10 @@ class LatticePanel(SystemPanel):
             result = run.result()
         return format_result(result)
 
-    def _redraw(self, run: LatticeRun) -> None:
-        fig = run_figure(run.energy_series(), unit="t", label=_LABEL)
-        self.plot.outputs = (png_output(figure_png(fig), text="<energy-per-site trace and reblocking plot>"),)
+    def _figure(self, run):
+        """The energy per site of every sweep (chain average) and its reblocking."""
+        series = run.energy_series() if run is not None else []
+        return run_figure(series, unit=self.system_class.energy_unit, label=_LABEL, what="energy per site")
 
 
 def format_result(result: dict) -> str:

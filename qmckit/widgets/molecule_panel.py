@@ -28,9 +28,10 @@ from ..runs import RunConfig
 from ..stats import format_value_error
 from ..systems.gaussian_basis import PySCFMissing, require_pyscf
 from ..systems.molecule import builtin_molecules
-from .controls import DESCRIPTION_STYLE
 from .fast import fast_mode
-from .plots import figure_png, png_output, run_figure
+from .labels import unit_text
+from .panel_base import row, style
+from .plots import run_figure, sparse_ticks
 from .system_panel import SystemPanel
 
 # a drift time step per built-in molecule (ħ/E_h): the heaviest nucleus Z sets the scale ~1/Z²
@@ -80,10 +81,10 @@ class MoleculePanel(SystemPanel):
         # knows can be typed); their help comes from the metadata like every other control's
         help_of = {info.name: info.describe() for info in self.system_class.parameters()}
         self.molecule = widgets.Dropdown(options=names, value=molecule, description="molecule",
-                                         style=DESCRIPTION_STYLE, layout=widgets.Layout(width="240px"),
+                                         style=style("molecule"), layout=widgets.Layout(width="240px"),
                                          tooltip=help_of["xyz"])
         self.basis = widgets.Combobox(value=str(basis), options=list(BASES), ensure_option=False,
-                                      description="basis", style=DESCRIPTION_STYLE,
+                                      description="basis", style=style("basis"),
                                       layout=widgets.Layout(width="240px"), placeholder="e.g. cc-pvdz",
                                       tooltip=help_of["basis"])
         self.dt.tooltip = "time step (ħ/E_h); heavier nuclei need smaller steps (Ne: ≤ 0.005)"
@@ -92,12 +93,12 @@ class MoleculePanel(SystemPanel):
 
         self.pyscf_message = pyscf_missing()
         if self.pyscf_message is not None:
-            self.status.value = f"unavailable: {self.pyscf_message}"
+            self._say(f"unavailable: {self.pyscf_message}")
             self.run_button.disabled = True
         header = widgets.HTML("<b>Molecules in a Gaussian basis — VMC and fixed-node DMC</b> "
                               "<span style='color:#666'>(RHF orbitals from PySCF; lengths in bohr, energies "
                               "in hartree)</span>")
-        controls = widgets.HBox([
+        controls = row([
             widgets.VBox([self.molecule, self.basis, self.jastrow]),
             widgets.VBox([self.method, self.sampler, self.dt, self.walkers, self.steps, self.seed]),
         ])
@@ -129,11 +130,9 @@ class MoleculePanel(SystemPanel):
                              f"{type(exc).__name__}{': ' + detail if detail else ''}") from None
 
     # --- runs ---------------------------------------------------------------------------------
-    def _prepare(self):
-        run = super()._prepare()
-        if run is not None and not run.blocks_done:
-            self.comparison.value = ""  # a fresh run: drop the last run's line
-        return run
+    def _starting(self) -> None:
+        self.comparison.value = ""  # a fresh run: the last molecule's line ("h2/sto-3g: …") goes with its figure
+        super()._starting()
 
     def _fail(self, exc: Exception) -> None:
         super()._fail(exc)
@@ -162,9 +161,10 @@ class MoleculePanel(SystemPanel):
         if len(parts) > 1 and parts[1].startswith("E = "):
             values = self.energy_vs_rhf()  # the run's own estimate: weighted for DMC
             if values is not None and values["error"] > 0:
-                parts[1] = f"E = {format_value_error(values['energy'], values['error'])} {run.system.energy_unit}"
+                value = format_value_error(values["energy"], values["error"])
+                parts[1] = f"E = {value} {unit_text(run.system.energy_unit)}"
             at = 2
-        parts.insert(at, f"E_RHF = {run.system.rhf_energy:.6f} {run.system.energy_unit}")
+        parts.insert(at, f"E(RHF) = {run.system.rhf_energy:.6f} {unit_text(run.system.energy_unit)}")
         self._update_comparison(run)
         return " · ".join(parts)
 
@@ -185,29 +185,27 @@ class MoleculePanel(SystemPanel):
             f"E<sub>RHF</sub> = {values['rhf']:.6f} E<sub>h</sub> (PySCF) &nbsp;·&nbsp; "
             f"E − E<sub>RHF</sub> = {values['difference'] * 1e3:+.1f} mE<sub>h</sub>{pull}")
 
-    def figure(self):
-        """A fresh matplotlib ``Figure`` of the last run: the walker-averaged local energy of every sweep
-        (VMC) or the mixed DMC energy against imaginary time, with E_RHF as a line, and the reblocking plot."""
-        return molecule_figure(self.last_run)
-
-    def _redraw(self, run) -> None:
-        fig = molecule_figure(run)
-        self.plot.outputs = (png_output(figure_png(fig), text="<energy trace against E_RHF and reblocking plot>"),)
+    def _figure(self, run):
+        """The walker-averaged local energy of every sweep (VMC) or the mixed DMC energy against imaginary
+        time, with E_RHF as a line, and the reblocking plot."""
+        return molecule_figure(run)
 
 
 def molecule_figure(run):
     """The panel's figure for ``run`` (a molecule :class:`~qmckit.runs.VMCRun`/``DMCRun``, or None)."""
     if run is None:
-        return run_figure([], unit="E_h", label="E")
+        return run_figure([], unit="E_h", label="E", what="total energy")
     dmc = run.config.method == "dmc"
     label = "E (mixed)" if dmc else "E$_L$"
-    fig = run_figure(run.energy_series(), unit=run.system.energy_unit, label=label)
+    fig = run_figure(run.energy_series(), unit=run.system.energy_unit, label=label,
+                     xlabel="DMC step" if dmc else "sweep")
     ax = fig.axes[0]
     if dmc:  # one point per DMC step: show it against imaginary time τ = step · Δτ
         for line in ax.lines:
             line.set_xdata(np.asarray(line.get_xdata(), dtype=float) * run.config.dt)
         ax.relim()
         ax.autoscale_view()
+        sparse_ticks(ax, integer=False)  # τ is not a count
         ax.set_xlabel("imaginary time τ  (ħ/E$_h$)")
         ax.set_title("DMC energy against time")
     else:
@@ -222,7 +220,7 @@ def molecule_figure(run):
             warnings.simplefilter("ignore", RuntimeWarning)
             est = run.estimates()[run.system.energy_key]
         if est.error > 0:  # the run's own estimate (weighted for DMC), as in the status line
-            fig.suptitle(f"{label} = {format_value_error(est.mean, est.error)} E$_h$   "
+            fig.suptitle(f"total energy: {label} = {format_value_error(est.mean, est.error)} E$_h$   "
                          f"(E$_{{RHF}}$ = {rhf:.6f} E$_h$, {run.system.params.xyz}/{run.system.params.basis})")
     return fig
 

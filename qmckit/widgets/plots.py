@@ -11,40 +11,60 @@ import io
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import Formatter, MaxNLocator
 
 from ..stats import format_value_error, reblock
+from .labels import mpl_text
+
+_label_unit = mpl_text  # the name this module used for it
 
 
-def _label_unit(unit: str) -> str:
-    """'ħω_⊥' -> 'ħω$_{⊥}$' so matplotlib draws the subscript."""
-    if "_" in unit and "$" not in unit:
-        base, sub = unit.split("_", 1)
-        return f"{base}$_{{{sub}}}$"
-    return unit
+class ShortFormatter(Formatter):
+    """Tick labels that stay short, with one scale for the whole axis: 0, 10k, 20k (not 8000 next to 16k);
+    plain numbers below 10000."""
+
+    def __init__(self):
+        self.scale, self.suffix = 1.0, ""
+
+    def set_locs(self, locs):
+        top = max((abs(x) for x in locs), default=0.0)
+        self.scale, self.suffix = (1e6, "M") if top >= 1e6 else (1e3, "k") if top >= 1e4 else (1.0, "")
+
+    def __call__(self, x, pos=None):
+        return "0" if x == 0 else f"{x / self.scale:g}{self.suffix}"
 
 
-def plot_energy_trace(ax, series, unit: str = "", label: str = "E/N"):
-    """Energy of every sweep with its running mean."""
+def sparse_ticks(ax, integer: bool = True) -> None:
+    """At most about five short x tick labels, so that they do not run into each other on a half-width
+    axis however long the series (20000 sweeps and more wrote five-digit labels edge to edge)."""
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=integer))
+    ax.xaxis.set_major_formatter(ShortFormatter())
+
+
+def plot_energy_trace(ax, series, unit: str = "", label: str = "E/N", xlabel: str = "sweep"):
+    """Energy of every sweep (or DMC step: ``xlabel``) with its running mean. ``unit`` and ``label`` may be
+    written as the metadata write them (``ħω_⊥``): they are drawn with subscripts."""
     series = np.asarray(series, dtype=float)
-    unit = _label_unit(unit)
+    unit, label = mpl_text(unit), mpl_text(label)
     ax.clear()
     if series.size:
         sweeps = np.arange(1, series.size + 1)
-        ax.plot(sweeps, series, lw=0.6, color="tab:blue", alpha=0.7, label=f"{label} per sweep")
+        ax.plot(sweeps, series, lw=0.6, color="tab:blue", alpha=0.7, label=f"{label} per {xlabel}")
         ax.plot(sweeps, np.cumsum(series) / sweeps, lw=1.6, color="tab:red", label="running mean")
         ax.legend(loc="upper right", fontsize="small")
     else:
         ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("sweep")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(f"{label} [{unit}]" if unit else label)
     ax.set_title("energy trace")
     ax.ticklabel_format(axis="y", useOffset=False)
+    sparse_ticks(ax)
     return ax
 
 
 def plot_reblock(ax, table, unit: str = ""):
     """Standard error against log2(block size), with error bars and the optimal block marked."""
-    unit = _label_unit(unit)
+    unit = mpl_text(unit)
     ax.clear()
     if table is None or table.error.size == 0:
         ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
@@ -76,18 +96,22 @@ def reblock_or_none(series):
 
 
 def run_figure(series, unit: str = "", label: str = "E/N", title: str | None = None,
-               figsize=(10.0, 3.6)) -> Figure:
-    """The panel's two-panel figure: energy trace and reblocking plot of ``series``."""
+               figsize=(10.0, 3.6), xlabel: str = "sweep", what: str = "") -> Figure:
+    """The panel's two-panel figure: energy trace and reblocking plot of ``series`` (one value per
+    ``xlabel``: sweep or DMC step). The default title is ``"{what}: {label} = value(error) unit"``
+    (``what``: e.g. "total energy"; none if empty)."""
     fig = Figure(figsize=figsize)
     # fixed margins: a constrained layout would double the drawing time of every live redraw
     fig.subplots_adjust(left=0.085, right=0.985, bottom=0.14, top=0.86, wspace=0.28)
     ax_trace, ax_block = fig.subplots(1, 2)
-    plot_energy_trace(ax_trace, series, unit=unit, label=label)
+    plot_energy_trace(ax_trace, series, unit=unit, label=label, xlabel=xlabel)
     table = reblock_or_none(series)
     plot_reblock(ax_block, table, unit=unit)
     if title is None and table is not None:
         k = table.optimal if table.optimal is not None else 0
-        title = f"{label} = {format_value_error(table.mean[0], table.error[k])} {_label_unit(unit)}".strip()
+        title = f"{mpl_text(label)} = {format_value_error(table.mean[0], table.error[k])} {mpl_text(unit)}".strip()
+        if what:
+            title = f"{what}: {title}"
     if title:
         fig.suptitle(title)
     return fig

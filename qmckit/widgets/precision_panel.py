@@ -15,7 +15,7 @@ and draws it on log–log axes (study 001's Figs 5–6). The operands are
   of |ψ|²).
 
 No numerics live here: :func:`qmckit.precision.error_vs_length` does the measuring (one inner length,
-or one basis set, per progress step, so Stop works between them) and
+or one basis set, per point; Stop is seen between two matrix pairs, and the unfinished point is left out) and
 :func:`qmckit.precision.plot_error_vs_length` the drawing.
 
     >>> from qmckit.widgets import PrecisionPanel
@@ -25,7 +25,6 @@ or one basis set, per progress step, so Stop works between them) and
 from __future__ import annotations
 
 import math
-import threading
 
 import ipywidgets as widgets
 import numpy as np
@@ -33,9 +32,10 @@ from matplotlib.figure import Figure
 
 from .. import precision as P
 from ..systems.molecule import builtin_molecules
-from .controls import DESCRIPTION_STYLE, int_control
+from .controls import int_control
 from .fast import fast_mode
 from .molecule_panel import BASES, pyscf_missing
+from .panel_base import RunControls, compile_note, row, style
 from .plots import figure_png, png_output
 
 ARITHMETIC_OPTIONS = (("float64", "f64"), ("float32", "f32"), ("Kahan float32", "kahan_f32"),
@@ -85,7 +85,11 @@ def _merge(kind: str, parts: list, trials: int, labels: list | None = None) -> P
     return result
 
 
-class PrecisionPanel:
+class _Stopped(Exception):
+    """Raised between two matrix pairs of a point when Stop was pressed (the point is left out)."""
+
+
+class PrecisionPanel(RunControls):
     """Controls, Run/Stop, progress bar, status line and a log–log plot of error per element against K.
 
     Keyword arguments set the initial controls: ``arithmetics`` (keys of
@@ -94,9 +98,11 @@ class PrecisionPanel:
     (inner lengths, log-spaced), ``trials`` (matrix pairs per point), ``seed``; for the molecule kind
     ``molecule`` and ``bases`` (one point per basis set, K = its number of basis functions).
 
-    Attributes: those controls; ``run_button, stop_button, progress, status, plot, widget``;
-    ``result`` (the last :class:`qmckit.precision.ErrorVsLength`, or None; partial after Stop);
-    ``thread``; ``error`` (the exception of the last failed attempt, or None).
+    Attributes: those controls; ``run_button, stop_button, progress`` (FloatProgress: points done, with
+    the fraction of matrix pairs of the current one; described "points"), ``status`` (HTML line),
+    ``plot, widget``; ``result`` (the last :class:`qmckit.precision.ErrorVsLength`, or None; partial
+    after Stop); ``thread``; ``error`` (the exception of the last failed attempt, or None).
+    Stop takes effect after the current matrix pair (the unfinished point is left out).
     """
 
     def __init__(self, *, arithmetics=DEFAULT_ARITHMETICS, kind: str = "uniform", stat: str = "mean",
@@ -106,59 +112,54 @@ class PrecisionPanel:
         if kind not in [v for _, v in KIND_OPTIONS]:
             raise ValueError(f"kind must be one of {', '.join(v for _, v in KIND_OPTIONS)}, got {kind!r}")
         self.result: P.ErrorVsLength | None = None
-        self.thread: threading.Thread | None = None
-        self.error: Exception | None = None
-        self._stop = threading.Event()
         self._hooks: list = []
+        self._prefix = ""  # what the last status summary began with ("done", "stopped after …")
         sizes = PRECISION_FAST if fast_mode() else PRECISION_FULL
         self.work = float(work if work is not None else sizes["work"])
         self.pyscf_message = pyscf_missing()
         kinds = [k for k in KIND_OPTIONS if k[1] != "molecule" or self.pyscf_message is None]
         self.arithmetics = widgets.SelectMultiple(options=ARITHMETIC_OPTIONS, value=tuple(arithmetics), rows=5,
-                                                  description="arithmetic", style=DESCRIPTION_STYLE,
-                                                  layout=widgets.Layout(width="330px"))
+                                                  description="arithmetic", style=style("arithmetic"),
+                                                  layout=widgets.Layout(width="330px", max_width="100%"))
         self.kind = widgets.Dropdown(options=kinds, value=kind if kind in [v for _, v in kinds] else "uniform",
-                                     description="matrices", style=DESCRIPTION_STYLE, layout=widgets.Layout(width="400px"))
-        self.stat = widgets.Dropdown(options=STAT_OPTIONS, value=stat, description="per element", style=DESCRIPTION_STYLE,
-                                     layout=widgets.Layout(width="330px"))
+                                     description="matrices", style=style("matrices"),
+                                     layout=widgets.Layout(width="400px", max_width="100%"))
+        self.stat = widgets.Dropdown(options=STAT_OPTIONS, value=stat, description="per element",
+                                     style=style("per element"), layout=widgets.Layout(width="330px", max_width="100%"))
         self.k_min = int_control("K min", k_min if k_min is not None else sizes["k_min"], "shortest inner length (≥ 1)")
         self.k_max = int_control("K max", k_max if k_max is not None else sizes["k_max"],
-                          f"longest inner length (≤ {MAX_LENGTH})")
+                                 f"longest inner length (≤ {MAX_LENGTH})")
         self.points = int_control("points", points or sizes["points"], "inner lengths, evenly spaced in log K", 1, 50)
         self.trials = int_control("pairs", trials or sizes["trials"], "matrix pairs per point (pooled)", 1, 100)
         self.seed = int_control("seed", seed, "random seed (≥ 0): same inputs, same numbers", 0, 2**62)
         names = builtin_molecules()
         self.molecule = widgets.Dropdown(options=names, value=molecule if molecule in names else names[0],
-                                         description="molecule", style=DESCRIPTION_STYLE, layout=widgets.Layout(width="240px"))
+                                         description="molecule", style=style("molecule"),
+                                         layout=widgets.Layout(width="240px"))
         self.bases = widgets.SelectMultiple(options=BASES, value=tuple(b for b in bases if b in BASES), rows=5,
-                                            description="bases", style=DESCRIPTION_STYLE, layout=widgets.Layout(width="240px"),
+                                            description="bases", style=style("bases"),
+                                            layout=widgets.Layout(width="240px"),
                                             tooltip="one point per basis set: K = its number of basis functions")
         self.kind.observe(self._kind_changed, names="value")
-        self.stat.observe(lambda _change: self._redraw(), names="value")
+        self.stat.observe(self._stat_changed, names="value")
 
-        self.run_button = widgets.Button(description="Run", button_style="success", icon="play",
-                                         tooltip="measure the errors (a background thread)")
-        self.stop_button = widgets.Button(description="Stop", button_style="danger", icon="stop", disabled=True,
-                                          tooltip="stop after the current inner length; the plot keeps what is done")
-        self.run_button.on_click(lambda _button: self.run())
-        self.stop_button.on_click(lambda _button: self.stop())
-        self.progress = widgets.IntProgress(value=0, min=0, max=1, description="points", style=DESCRIPTION_STYLE,
-                                            layout=widgets.Layout(width="330px"))
         note = "" if self.pyscf_message is None else f" (molecule matrices unavailable: {self.pyscf_message})"
-        self.status = widgets.Label(value="ready: choose the arithmetics and the matrices and press Run" + note,
-                                    layout=widgets.Layout(width="100%"))
-        self.plot = widgets.Output(layout=widgets.Layout(min_height="300px"))
+        self._build_run_controls(ready="ready: choose the arithmetics and the matrices and press Run" + note,
+                                 run_tooltip="measure the errors (a background thread)",
+                                 stop_tooltip="stop after the current matrix pair; the plot keeps the points done",
+                                 progress_tooltip="inner lengths (or basis sets) measured")
+        self.run_button.on_click(lambda _button: self.run())
         header = widgets.HTML("<b>Precision of A·B: error per element against the inner length K</b> "
                               "<span style='color:#666'>(float32 inputs; reference: error-free Dot2 in float64; "
                               "u = 2<sup>−24</sup>)</span>")
         self._molecule_box = widgets.VBox([self.molecule, self.bases])
-        controls = widgets.HBox([
+        controls = row([
             widgets.VBox([self.arithmetics, self.stat]),
-            widgets.VBox([self.kind, widgets.HBox([widgets.VBox([self.k_min, self.k_max, self.points, self.trials,
-                                                                  self.seed]), self._molecule_box])]),
+            widgets.VBox([self.kind, row([widgets.VBox([self.k_min, self.k_max, self.points, self.trials,
+                                                        self.seed]), self._molecule_box])]),
         ])
-        buttons = widgets.HBox([self.run_button, self.stop_button, self.progress])
-        self.widget = widgets.VBox([header, controls, buttons, self.status, self.plot])
+        buttons = row([self.run_button, self.stop_button, self.progress])
+        self.widget = self._root([header, controls, buttons, self.status, self.plot])
         self._kind_changed()
 
     # --- display and controls -----------------------------------------------------------------
@@ -173,11 +174,14 @@ class PrecisionPanel:
         if molecular and self.stat.value == "mean":
             self.stat.value = "median"  # signed coefficients: near-zero elements dominate the mean
 
-    # --- public API ---------------------------------------------------------------------------
-    @property
-    def running(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
+    def _stat_changed(self, _change=None) -> None:
+        """Another statistic per element: the plot and the status line show it (a running measurement's
+        next point does so by itself)."""
+        self._redraw()
+        if self.result is not None and not self.running:
+            self._say(self._summary(self._prefix))
 
+    # --- public API ---------------------------------------------------------------------------
     def plan(self) -> dict:
         """What the controls ask for: ``{"kind", "arithmetics", "trials", "seed", "steps"}`` with
         ``steps`` the inner lengths (ints) or, for the molecule kind, the basis-set names.
@@ -217,60 +221,57 @@ class PrecisionPanel:
         """Measure what the controls describe. ``blocking=False`` (the Run button): in a background
         thread, returned (None if nothing started). ``blocking=True``: in the calling thread,
         returning the :class:`~qmckit.precision.ErrorVsLength` (None for bad input or a stopped run).
-        Bad input never raises: its one-line message goes to the status label (and ``self.error``)."""
-        if self.running:
-            self.status.value = "a run is in progress: press Stop first"
+        Bad input never raises: its one-line message goes to the status line (and ``self.error``), and
+        the plot is cleared."""
+        if self._refuse_if_running():
             return None
         self.error = None
+        self.result = None
+        self._starting()
         try:
             plan = self.plan()
         except ValueError as exc:
             self._fail(exc)
             return None
-        self._stop.clear()
-        self.progress.max = len(plan["steps"])
-        self.progress.value = 0
-        self.progress.bar_style = "info"
+        self._set_progress("points", 0, len(plan["steps"]), style="info")
         if blocking:
-            return self.result if self._drive(plan, reraise=True) else None
-        self.thread = threading.Thread(target=self._drive, args=(plan,), name="qmckit-PrecisionPanel", daemon=True)
-        self.thread.start()
-        return self.thread
+            return self.result if self._launch(self._drive, (plan, True), blocking=True) else None
+        return self._launch(self._drive, (plan,))
 
     def run_sync(self):
         """``run(blocking=True)``: in the calling thread (tests, notebook fast mode)."""
         return self.run(blocking=True)
-
-    def stop(self) -> None:
-        """Stop after the current inner length (or basis set); the plot keeps the points done."""
-        self._stop.set()
-        if self.running:
-            self.status.value = "stopping after the current point…"
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the background run to end; True if it has."""
-        if self.thread is not None:
-            self.thread.join(timeout)
-        return not self.running
 
     def figure(self) -> Figure:
         """A fresh matplotlib ``Figure`` of the last result (log–log, one line per arithmetic)."""
         return precision_figure(self.result, self.stat.value)
 
     # --- internals ----------------------------------------------------------------------------
-    def _fail(self, exc: Exception) -> None:
-        self.error = exc
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if not isinstance(exc, ValueError):
-            message = f"{type(exc).__name__}: {message}"
-        self.status.value = f"error: {message}"
-        self.progress.bar_style = "danger"
+    def _pairs(self, make, k: int, total: int, trials: int):
+        """``make`` (a ``kind(M, K, rng)`` of :func:`qmckit.precision.error_vs_length`) that moves the progress
+        bar by one matrix pair and raises :class:`_Stopped` when Stop was pressed, so that a Stop waits one
+        pair, not one point."""
+        count = [0]
 
-    def _measure(self, plan: dict, step, rng) -> tuple:
+        def pair(M, K, rng):
+            if self._stop.is_set():
+                raise _Stopped
+            if self._progress_due():
+                self._set_progress("points", k + count[0] / trials, total)
+            count[0] += 1
+            return make(M, K, rng)
+
+        pair.__name__ = getattr(make, "__name__", "custom")
+        return pair
+
+    def _measure(self, plan: dict, step, rng, k: int) -> tuple:
         """One point: (ErrorVsLength at one K, label or None)."""
+        total, trials = len(plan["steps"]), plan["trials"]
         if plan["kind"] != "molecule":
-            part = P.error_vs_length([step], plan["kind"], trials=plan["trials"], rng=rng,
+            make = P.KINDS[plan["kind"]]
+            part = P.error_vs_length([step], self._pairs(make, k, total, trials), trials=trials, rng=rng,
                                      arithmetics=plan["arithmetics"], work=self.work)
+            part.kind = plan["kind"]
             return part, None
         molecule = self.molecule.value
         try:
@@ -285,46 +286,47 @@ class PrecisionPanel:
             return first.pop() if first else molecule_operands(molecule, step, M, rng_)[:2]
 
         operands.__name__ = f"molecule {molecule}"
-        part = P.error_vs_length([n_basis], operands, trials=plan["trials"], rng=rng,
+        part = P.error_vs_length([n_basis], self._pairs(operands, k, total, trials), trials=trials, rng=rng,
                                  arithmetics=plan["arithmetics"], size=MOLECULE_POINTS)
         part.shapes = [(MOLECULE_POINTS, B.shape[1])]
         return part, step
 
     def _drive(self, plan: dict, reraise: bool = False) -> bool:
         """Measure every point of ``plan``; True if all were done."""
-        self.run_button.disabled = True
-        self.stop_button.disabled = False
         kind = plan["kind"] if plan["kind"] != "molecule" else f"molecule {self.molecule.value}"
         parts, labels = [], []
+        total = len(plan["steps"])
         rng = np.random.default_rng(plan["seed"])
         self.result = None
+        note = compile_note("precision")
         try:
             for k, step in enumerate(plan["steps"]):
                 if self._stop.is_set():
                     break
                 what = f"basis {step}" if plan["kind"] == "molecule" else f"K = {step}"
-                self.status.value = (f"measuring {what} ({k + 1}/{len(plan['steps'])}; the first run also "
-                                     "compiles the kernels)…")
-                part, label = self._measure(plan, step, rng)
+                self._say(f"measuring {what} ({k + 1}/{total}){note}…")
+                try:
+                    part, label = self._measure(plan, step, rng, k)
+                except _Stopped:
+                    break
+                note = ""
                 parts.append(part)
                 labels.append(label)
                 self.result = _merge(kind, parts, plan["trials"], labels if plan["kind"] == "molecule" else None)
-                self.progress.value = k + 1
+                self._set_progress("points", k + 1, total)
                 self._redraw()
                 for hook in list(self._hooks):
-                    hook(k + 1, len(plan["steps"]))
-            finished = len(parts) == len(plan["steps"])
-            self.progress.bar_style = "success" if finished else "warning"
-            self.status.value = self._summary(prefix="done" if finished else
-                                              f"stopped after {len(parts)}/{len(plan['steps'])} points")
+                    hook(k + 1, total)
+            finished = len(parts) == total
+            self._set_progress("done" if finished else "stopped", len(parts), total,
+                               style="success" if finished else "warning")
+            self._prefix = "done" if finished else f"stopped after {len(parts)}/{total} points"
+            self._say(self._summary(self._prefix))
         except Exception as exc:  # noqa: BLE001 - shown in the status line instead of a traceback
             self._fail(exc)
             if reraise and not isinstance(exc, ValueError):
                 raise
             return False
-        finally:
-            self.run_button.disabled = False
-            self.stop_button.disabled = True
         return finished
 
     def _summary(self, prefix: str) -> str:
@@ -335,7 +337,7 @@ class PrecisionPanel:
         K = result.lengths
         parts = [prefix, f"K = {K[0]}–{K[-1]}" if K.size > 1 else f"K = {K[0]}"]
         last = ", ".join(f"{P.LABELS.get(a, a)} {abs(s[stat][-1]):.2g}" for a, s in result.stats.items())
-        parts.append(f"{dict((v, k) for k, v in STAT_OPTIONS)[stat]} at K = {K[-1]}: {last}")
+        parts.append(f"{dict((v, k) for k, v in STAT_OPTIONS)[stat]} per element at K = {K[-1]}: {last}")
         if K.size > 1:
             slopes = []
             for a, s in result.stats.items():
