@@ -12,6 +12,7 @@ Layers (data flow one way): systems → methods → stats → widgets/cli; see d
 """
 from .methods.vmc import VMC
 from .runs import RunConfig, VMCRun
+from .scans import scan
 from .stats import Estimate, estimate, reblock
 from .systems import (SYSTEMS, BosonParams, Capabilities, System, TrappedBosons, Unsupported, make_system, parameter,
                       register)
@@ -21,4 +22,4 @@ __version__ = "0.1.0"
 
 __all__ = ["VMC", "RunConfig", "VMCRun", "Estimate", "estimate", "reblock", "SYSTEMS", "System", "Capabilities",
            "Unsupported", "parameter", "register", "BosonParams", "TrappedBosons", "make_system", "Walkers",
-           "__version__"]
+           "scan", "__version__"]

@@ -8,6 +8,7 @@
     qmckit run helium --n 64 --b 3.07 --method vmc --json
     qmckit run SYSTEM --help                    # every registered system; flags from its parameter metadata
     qmckit bench helium --n 64,256,512 --backend cpu
+    qmckit scan bec --param alpha=0.4:0.6:11 --a 0 --walkers 200 --store scan.h5   # a grid, on a local Dask cluster
 
 Bad input ends with exit status 2 and one line on stderr that names the parameter.
 """
@@ -147,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="numba threads (default: all; study 003's CPU column is one core)")
     orb_bench.add_argument("--seed", type=int, default=0, help="seed of the random coefficients and positions")
     orb_bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+    from .scans import command as scan_command
+
+    scan_command.add_parser(commands, _Parser, _add_system_parameters, _add_method_options, _add_verbose)
 
     from .studies.reports import PRECISIONS, STUDIES
 
@@ -510,6 +515,12 @@ def _reproduce(args) -> int:
     return 0
 
 
+def _scan(args) -> int:
+    from .scans import command
+
+    return command.run(args, _fail, _given_parameters, _RUN_KEYS, _flag_for)
+
+
 def format_result(result: dict) -> str:
     """A short human-readable report of a run's result dictionary."""
     from .stats import format_value_error
@@ -541,7 +552,7 @@ def main(argv=None) -> int:
     warnings.formatwarning = _one_line_warning  # a physicist wants the message, not our source line
     parser = build_parser()
     args = parser.parse_args(argv)
-    commands = {"run": _run, "reproduce": _reproduce, "bench": _bench}
+    commands = {"run": _run, "reproduce": _reproduce, "bench": _bench, "scan": _scan}
     with collected_warnings(args.verbose):
         return commands[args.command](args)
 

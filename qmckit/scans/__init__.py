@@ -1,0 +1,7 @@
+"""Parameter scans: grids of any system's parameters and run settings, run serially, on an executor or on a Dask
+cluster, with a resumable results store (:mod:`qmckit.scans.scan`, :mod:`qmckit.scans.grid`, :mod:`qmckit.scans.store`)."""
+from .grid import cartesian, parse_axis, point_seed
+from .scan import ScanResult, refine_minimum, run_point, scan
+from .store import ScanStore
+
+__all__ = ["scan", "refine_minimum", "run_point", "ScanResult", "ScanStore", "cartesian", "parse_axis", "point_seed"]

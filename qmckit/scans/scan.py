@@ -1,0 +1,218 @@
+"""Parameter scans over any system's parameters and run settings, on any executor.
+
+    >>> import qmckit
+    >>> result = qmckit.scan("bec", {"alpha": [0.4, 0.45, 0.5]}, fixed=dict(n=10, a=0.0, walkers=100, steps=500),
+    ...                      client="serial")
+    >>> result.frame()            # pandas: one row per point, parameters and estimates (mean, error, τ) as columns
+
+Execution (``client``): ``"serial"`` runs the points one after another in this process; any executor with
+``submit(fn, *args)`` — a :class:`concurrent.futures.Executor` or a :class:`dask.distributed.Client` — runs them
+there; ``None`` (the default) starts a local Dask cluster of ``workers`` process workers (one thread each,
+numba threads shared out; scheduler and dashboard on 127.0.0.1) when Dask is installed, and runs serially
+otherwise. A point's numbers depend only on the point and its seed (:func:`~qmckit.scans.grid.point_seed`), so every
+way of running a scan gives the same table, bit for bit on the CPU backend.
+
+``store=`` names an HDF5 file (:class:`~qmckit.scans.store.ScanStore`) written after every finished point; running
+the same scan with the same store skips the finished points.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .grid import canonical, cartesian, point_seed, split_point
+from .store import ScanStore
+
+GOLDEN = (5 ** 0.5 - 1) / 2  # 0.618…: the golden section
+
+
+def run_point(system: str, point: dict, seed: int) -> dict:
+    """Run one point (``RunConfig(system, params, **settings, seed)``) and return its row: the point's values by
+    name, ``seed``, ``estimates`` (as ``qmckit run --json`` reports them), ``acceptance``, ``wall_s``, ``backend``,
+    ``version`` and ``warnings``."""
+    import warnings
+
+    from .. import __version__
+    from ..runs import RunConfig, make_run
+
+    params, settings = split_point(system, point)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a scan's short points: their rows carry the run's own warnings
+        result = make_run(RunConfig(system=system, params=params, **settings, seed=seed)).run()
+    return {"key": canonical(point), "point": point, "seed": seed, "estimates": result["estimates"],
+            "acceptance": result["acceptance"], "wall_s": time.perf_counter() - start,
+            "backend": result.get("backend", settings.get("backend", "cpu")), "version": __version__,
+            "warnings": result.get("warnings", [])}
+
+
+@dataclass
+class ScanResult:
+    """The rows of a scan (in the order its points were listed) and its store."""
+    system: str
+    rows: list = field(default_factory=list)
+    store: ScanStore | None = None
+    stopped: bool = False
+
+    def frame(self):
+        """A pandas DataFrame: one row per point; the point's values, ``seed``, ``<estimate>_mean``,
+        ``<estimate>_error``, ``<estimate>_tau``, ``acceptance``, ``wall_s``, ``backend``, ``version``."""
+        import pandas as pd
+
+        records = []
+        for row in self.rows:
+            record = dict(row["point"]) | {"seed": row["seed"]}
+            for name, est in row["estimates"].items():
+                for part in ("mean", "error", "tau"):
+                    record[f"{name}_{part}"] = est[part]
+            records.append(record | {k: row[k] for k in ("acceptance", "wall_s", "backend", "version")})
+        return pd.DataFrame.from_records(records)
+
+    def to_xarray(self, axes, estimate: str):
+        """The scan's ``estimate`` (mean and error) as an ``xarray.Dataset`` over the named ``axes`` (a grid)."""
+        frame = self.frame().set_index(list(axes))
+        return frame[[f"{estimate}_mean", f"{estimate}_error"]].to_xarray()
+
+    def json(self) -> dict:
+        """``{"system", "rows"}``: each row's point values by name, ``seed``, ``estimates``, ``acceptance``,
+        ``wall_s`` (the ``qmckit scan --json`` contract)."""
+        return {"system": self.system, "stopped": self.stopped,
+                "rows": [dict(r["point"]) | {k: r[k] for k in ("seed", "estimates", "acceptance", "wall_s", "backend")}
+                         for r in self.rows]}
+
+
+def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed: int = 0, client=None,
+         workers: int | None = None, store=None, progress=None, stop: threading.Event | None = None) -> ScanResult:
+    """Run ``system`` at every point of ``grid`` (a dict name → values: their Cartesian product) and/or the
+    explicit ``points`` (a list of dicts), each with ``fixed`` added; see the module docstring for ``client``,
+    ``workers`` and ``store``. ``progress(done, total, row)`` is called as points finish; a set ``stop`` cancels
+    the points not yet started and keeps the finished ones (``result.stopped``)."""
+    from ..systems import system_class
+
+    system_class(system)  # an unknown system: one line naming the registered ones
+    listed = (cartesian(grid) if grid else []) + [dict(p) for p in (points or [])]
+    if not listed:
+        raise ValueError("a scan needs a grid or explicit points")
+    fixed = dict(fixed or {})
+    full = [fixed | p for p in listed]
+    for p in full:
+        split_point(system, p)  # unknown names are refused before anything runs
+    tasks = {}
+    for p in full:
+        key = canonical(p)
+        tasks[key] = (p, int(p["seed"]) if "seed" in p else point_seed(seed, system, p))
+    description = {"system": system, "seed": int(seed)}
+    table = store if isinstance(store, ScanStore) else ScanStore(store, description)
+    todo = [(key, p, s) for key, (p, s) in tasks.items() if key not in table]
+    done = len(tasks) - len(todo)
+    stopped = False
+    if todo:
+        executor, close = _executor(client, workers, len(todo))
+        try:
+            stopped = _drive(executor, system, todo, table, progress, stop, done, len(tasks))
+        finally:
+            close()
+    return ScanResult(system, [table.rows[k] for k in tasks if k in table.rows], table, stopped)
+
+
+def _drive(executor, system, todo, table, progress, stop, done, total) -> bool:
+    """Run ``todo`` on ``executor`` (None: here), adding each row to ``table`` as it finishes; True if stopped."""
+    if executor is None:
+        for key, p, s in todo:
+            if stop is not None and stop.is_set():
+                return True
+            row = run_point(system, p, s)
+            table.add(row)
+            done += 1
+            if progress:
+                progress(done, total, row)
+        return False
+    dask = type(executor).__module__.startswith("distributed")
+    futures = [executor.submit(run_point, system, p, s, **({"pure": False} if dask else {})) for _, p, s in todo]
+    if dask:
+        from distributed import as_completed
+    else:
+        from concurrent.futures import as_completed
+    pending = set(futures)
+    for future in as_completed(futures):
+        pending.discard(future)
+        if future.cancelled():
+            continue
+        row = future.result()
+        table.add(row)
+        done += 1
+        if progress:
+            progress(done, total, row)
+        if stop is not None and stop.is_set():
+            for other in pending:
+                other.cancel()
+            return True
+    return False
+
+
+def _executor(client, workers, n_points):
+    """(executor or None for in-process, close()) for ``client`` / ``workers`` (see the module docstring)."""
+    if client == "serial":
+        return None, lambda: None
+    if client is not None:
+        if not hasattr(client, "submit"):
+            raise ValueError(f"client must be 'serial', None or an executor with submit(), got {client!r}")
+        return client, lambda: None
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        return None, lambda: None  # without Dask: in process, the same rows
+    cores = os.cpu_count() or 1
+    n = max(1, min(workers or cores, n_points))
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address="127.0.0.1:0",
+                           env={"NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"})
+    dask_client = Client(cluster)
+
+    def close():
+        dask_client.close()
+        cluster.close()
+    return dask_client, close
+
+
+def refine_minimum(system: str, result: ScanResult, name: str, estimate: str, rounds: int = 6, **scan_options) -> tuple:
+    """Golden-section refinement of the minimum of ``estimate`` along ``name`` (a one-parameter scan): each round
+    adds the golden-section point of the larger side of the bracket around the lowest point. Returns the grown
+    :class:`ScanResult` and the minimum of a weighted parabola through the lowest point and up to two neighbours
+    each side (value, and the parabola's minimum of ``estimate``). ``scan_options`` as for :func:`scan` (the same store,
+    seed and client keep the rows consistent)."""
+    import numpy as np
+
+    fixed = {k: v for k, v in result.rows[0]["point"].items() if k != name}
+    for _ in range(rounds):
+        xs, ys = _curve(result, name, estimate)
+        i = int(np.argmin(ys))
+        if i == 0 or i == len(xs) - 1:
+            raise ValueError(f"the lowest {estimate} lies at the end of the {name} range ({xs[i]:g}): widen the scan")
+        left, right = xs[i] - xs[i - 1], xs[i + 1] - xs[i]
+        x_new = xs[i] - (1 - GOLDEN) * left if left > right else xs[i] + (1 - GOLDEN) * right
+        points = [dict(r["point"]) for r in result.rows] + [fixed | {name: float(round(x_new, 12))}]
+        result = scan(system, points=points, **scan_options)
+    xs, ys, es = _curve(result, name, estimate, errors=True)
+    i = int(np.argmin(ys))
+    # the lowest point and two neighbours each side: near a minimum the energy differences shrink as d² while
+    # the error bars shrink only as d (zero-variance principle), so a wider window pins the vertex better; an
+    # exact point (zero error) gets the largest finite weight and the parabola passes through it
+    window = slice(max(i - 2, 0), min(i + 3, len(xs)))
+    floor = 1e-12 * max(1.0, float(np.max(np.abs(ys))))
+    c = np.polyfit(xs[window], ys[window], 2, w=1 / np.maximum(es[window], floor))
+    x0 = float(-c[1] / (2 * c[0]))
+    return result, x0, float(np.polyval(c, x0))
+
+
+def _curve(result: ScanResult, name: str, estimate: str, errors: bool = False):
+    import numpy as np
+
+    rows = sorted(result.rows, key=lambda r: r["point"][name])
+    xs = np.array([r["point"][name] for r in rows], dtype=float)
+    ys = np.array([r["estimates"][estimate]["mean"] for r in rows])
+    if errors:
+        return xs, ys, np.array([r["estimates"][estimate]["error"] for r in rows])
+    return xs, ys
