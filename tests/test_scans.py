@@ -132,3 +132,25 @@ def test_the_cli_prints_one_json_row_per_point():
     assert [r["alpha"] for r in rows] == [0.45, 0.55]
     assert all({"seed", "estimates", "acceptance", "wall_s"} <= set(r) and r["a"] == 0 for r in rows)
     assert all(math.isfinite(r["estimates"]["energy_per_particle"]["mean"]) for r in rows)
+
+
+def test_a_killed_worker_is_restarted_and_its_point_rerun():
+    distributed = pytest.importorskip("distributed")
+    grid = {"alpha": [0.42, 0.46, 0.54, 0.58]}
+    fixed = dict(n=10, lam=1.0, a=0.0, walkers=200, steps=3000)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        killed = []
+
+        def kill_one(done, total, row):  # after the first finished point, while the others run
+            if not killed:
+                victim = next(iter(pids.values()))
+                os.kill(victim, signal.SIGKILL)
+                killed.append(victim)
+
+        result = qmckit.scan("bec", grid, fixed, seed=4, client=client, progress=kill_one)
+        client.wait_for_workers(2, timeout=60)
+        assert killed and killed[0] not in client.run(os.getpid).values()  # the nanny started a new process
+    serial = qmckit.scan("bec", grid, fixed, seed=4, client="serial")
+    assert [r["estimates"] for r in result.rows] == [r["estimates"] for r in serial.rows]

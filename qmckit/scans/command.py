@@ -36,6 +36,8 @@ def add_parser(commands, parser_class, add_system_parameters, add_method_options
         where.add_argument("--workers", type=int, default=None, help="local Dask cluster size (default: cores)")
         where.add_argument("--scheduler", metavar="ADDRESS", default=None, help="a running Dask scheduler")
         where.add_argument("--serial", action="store_true", help="run the points one by one in this process")
+        where.add_argument("--gpus", type=int, nargs="?", const=0, default=None, metavar="N",
+                           help="one worker per GPU (N of them; all without N), points on --backend cuda")
         sub.add_argument("--store", metavar="FILE", default=None,
                          help="HDF5 results table, written after every point; rerunning the scan skips finished "
                               "points")
@@ -65,16 +67,23 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
         return fail(f"--param {clash[0]}: also fixed by its own flag; give it once")
     if args.refine is not None and (len(axes) != 1 or args.refine not in axes):
         return fail(f"--refine needs a scan of that one axis, got axes {', '.join(axes)}")
-    client = "serial" if args.serial else None
-    close = None
+    from .scan import start_executor
+
     if args.scheduler:
         try:
             from distributed import Client
         except ImportError:
             return fail("--scheduler needs Dask: pip install 'qmckit[dask]'")
-        client = Client(args.scheduler)
-        close = client.close
-    options = dict(seed=args.seed or 0, client=client, workers=args.workers, store=args.store)
+    if args.gpus is not None:
+        fixed.setdefault("backend", "cuda")
+    try:  # one cluster for the whole command (a refinement runs several scans)
+        executor, close = start_executor("serial" if args.serial else Client(args.scheduler) if args.scheduler else None,
+                                         args.workers, None, args.gpus)
+    except ValueError as err:
+        return fail(str(err))
+    if args.scheduler:
+        close = executor.close  # our connection to the user's cluster, not the cluster
+    options = dict(seed=args.seed or 0, client=executor if executor is not None else "serial", store=args.store)
     show = sys.stderr.isatty() and not args.json
     progress = (lambda done, total, row: print(f"\rqmckit: {done}/{total} points", end="", file=sys.stderr,
                                                 flush=True)) if show else None
@@ -88,8 +97,7 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
     except ValueError as err:
         return fail(flag_for(str(err).splitlines()[0], system_class))
     finally:
-        if close:
-            close()
+        close()
         if show:
             print(file=sys.stderr)
     if args.json:

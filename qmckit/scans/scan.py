@@ -84,10 +84,12 @@ class ScanResult:
 
 
 def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed: int = 0, client=None,
-         workers: int | None = None, store=None, progress=None, stop: threading.Event | None = None) -> ScanResult:
+         workers: int | None = None, gpus: int | None = None, store=None, progress=None,
+         stop: threading.Event | None = None) -> ScanResult:
     """Run ``system`` at every point of ``grid`` (a dict name → values: their Cartesian product) and/or the
     explicit ``points`` (a list of dicts), each with ``fixed`` added; see the module docstring for ``client``,
-    ``workers`` and ``store``. ``progress(done, total, row)`` is called as points finish; a set ``stop`` cancels
+    ``workers`` and ``store``. ``gpus`` (a count, 0: all) starts one Dask worker per GPU instead, each seeing only
+    its own card (``CUDA_VISIBLE_DEVICES``), and runs the points on ``backend="cuda"`` unless they say otherwise. ``progress(done, total, row)`` is called as points finish; a set ``stop`` cancels
     the points not yet started and keeps the finished ones (``result.stopped``)."""
     from ..systems import system_class
 
@@ -96,6 +98,8 @@ def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed
     if not listed:
         raise ValueError("a scan needs a grid or explicit points")
     fixed = dict(fixed or {})
+    if gpus is not None:
+        fixed.setdefault("backend", "cuda")
     full = [fixed | p for p in listed]
     for p in full:
         split_point(system, p)  # unknown names are refused before anything runs
@@ -109,7 +113,7 @@ def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed
     done = len(tasks) - len(todo)
     stopped = False
     if todo:
-        executor, close = _executor(client, workers, len(todo))
+        executor, close = start_executor(client, workers, len(todo), gpus)
         try:
             stopped = _drive(executor, system, todo, table, progress, stop, done, len(tasks))
         finally:
@@ -152,8 +156,11 @@ def _drive(executor, system, todo, table, progress, stop, done, total) -> bool:
     return False
 
 
-def _executor(client, workers, n_points):
-    """(executor or None for in-process, close()) for ``client`` / ``workers`` (see the module docstring)."""
+def start_executor(client=None, workers=None, n_points=None, gpus=None):
+    """(executor or None for in-process, close()) for ``client`` / ``workers`` / ``gpus`` (see :func:`scan`); one
+    cluster serves many scans (a refinement's rounds) when the caller starts it once and passes it as ``client``."""
+    if gpus is not None:
+        return _gpu_cluster(gpus)
     if client == "serial":
         return None, lambda: None
     if client is not None:
@@ -165,7 +172,7 @@ def _executor(client, workers, n_points):
     except ImportError:
         return None, lambda: None  # without Dask: in process, the same rows
     cores = os.cpu_count() or 1
-    n = max(1, min(workers or cores, n_points))
+    n = max(1, min(workers or cores, n_points or cores))
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address="127.0.0.1:0",
                            env={"NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"})
@@ -175,6 +182,35 @@ def _executor(client, workers, n_points):
         dask_client.close()
         cluster.close()
     return dask_client, close
+
+
+def _gpu_cluster(gpus: int):
+    """A Dask cluster of one process worker per GPU, each pinned to its card by CUDA_VISIBLE_DEVICES (spawned, so
+    no worker inherits this process's CUDA state); scheduler and dashboard on 127.0.0.1."""
+    try:
+        from distributed import Client, Nanny, Scheduler, SpecCluster
+    except ImportError:
+        raise ValueError("--gpus needs Dask: pip install 'qmckit[dask]'") from None
+    from numba import cuda
+
+    present = len(cuda.gpus) if cuda.is_available() else 0
+    if present == 0:
+        raise ValueError("--gpus: no CUDA GPU found")
+    n = present if not gpus else int(gpus)
+    if not 1 <= n <= present:
+        raise ValueError(f"--gpus must be between 1 and the {present} GPUs present, got {gpus}")
+    cores = os.cpu_count() or 1
+    workers = {f"gpu{k}": {"cls": Nanny, "options": {"nthreads": 1, "env": {
+        "CUDA_VISIBLE_DEVICES": str(k), "NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"}}}
+        for k in range(n)}
+    cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
+        "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}})
+    client = Client(cluster)
+
+    def close():
+        client.close()
+        cluster.close()
+    return client, close
 
 
 def refine_minimum(system: str, result: ScanResult, name: str, estimate: str, rounds: int = 6, **scan_options) -> tuple:
