@@ -154,3 +154,19 @@ def test_a_killed_worker_is_restarted_and_its_point_rerun():
         assert killed and killed[0] not in client.run(os.getpid).values()  # the nanny started a new process
     serial = qmckit.scan("bec", grid, fixed, seed=4, client="serial")
     assert [r["estimates"] for r in result.rows] == [r["estimates"] for r in serial.rows]
+
+
+def test_the_scan_panel_runs_its_grid_and_refuses_a_bad_axis_in_one_line():
+    from qmckit.widgets import ScanPanel
+
+    panel = ScanPanel("bec", workers=0, seed=3, alpha="0.45,0.55", n="10", a="0", walkers="20", steps="200")
+    assert panel.grid() == ({"alpha": [0.45, 0.55]}, {"n": 10, "lam": 1.0, "a": 0, "method": "vmc", "dt": 0.05,
+                                                       "walkers": 20, "steps": 200})
+    result = panel.run_sync()
+    serial = qmckit.scan("bec", {"alpha": [0.45, 0.55]}, dict(n=10, lam=1.0, a=0, method="vmc", dt=0.05, walkers=20,
+                                                              steps=200), seed=3, client="serial")
+    assert [r["estimates"] for r in result.rows] == [r["estimates"] for r in serial.rows]
+    assert len(panel.plot.outputs) == 1 and panel.progress.description == "done"
+    panel.boxes["alpha"].value = "0.4:x:5"
+    assert panel.run_sync() is None
+    assert panel.status.value.startswith("error: alpha") and panel.plot.outputs == ()

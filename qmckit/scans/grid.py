@@ -68,8 +68,11 @@ def cartesian(axes: dict) -> list[dict]:
 
 
 def canonical(point: dict) -> str:
-    """The point as sorted JSON: its identity in the results store (numbers as JSON writes them)."""
-    return json.dumps({k: point[k] for k in sorted(point)}, sort_keys=True, separators=(",", ":"))
+    """The point as sorted JSON: its identity in the results store and the input of its seed. A whole float is
+    written as the integer (λ = 1 and λ = 1.0 are one point: a value typed in a box and a parameter's default)."""
+    def plain(v):
+        return int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2**53 else v
+    return json.dumps({k: plain(point[k]) for k in sorted(point)}, sort_keys=True, separators=(",", ":"))
 
 
 def point_seed(scan_seed: int, system: str, point: dict) -> int:
