@@ -1,0 +1,129 @@
+"""How well a scan spreads over Dask workers: CPU process workers, or one worker per GPU.
+
+* ``--cpu``: the same points on a local cluster of 1 and of 2 process workers (one thread each, NUMBA_NUM_THREADS=1),
+  the points sized to about ``--point-s`` seconds on one core. Overhead per point = (wall × workers / points − the
+  mean time a point spends in its worker) / that mean: what the scheduler, transfers and the results store cost.
+* ``--gpus``: a BEC VMC scan (N = 100, ``--points`` values of α, ``backend="cuda"``) on 1 and on 2 GPUs, one worker
+  per GPU (``qmckit.scan(..., gpus=K)``); every worker runs one untimed point first (compiles or loads its
+  kernels). Speed-up = wall(1 GPU) / wall(2 GPUs).
+
+Both check that the rows are the same whatever the number of workers (the seeds are the points').
+
+    python benchmarks/scan_scaling.py --cpu [--points 8 --point-s 1]
+    python benchmarks/scan_scaling.py --gpus [--points 32 --walkers 16384 --steps 2000]
+
+Writes $OUT (or benchmarks/results)/scan_scaling_<cpu|gpu>_<date>.json and prints the table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from datetime import date
+from pathlib import Path
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor()
+
+
+def timed_scan(grid, fixed, client, seed=1):
+    import qmckit
+
+    start = time.perf_counter()
+    result = qmckit.scan("bec", grid, fixed, seed=seed, client=client)
+    return time.perf_counter() - start, result
+
+
+def estimates(result):
+    return [r["estimates"] for r in result.rows]
+
+
+def cpu(args) -> dict:
+    from distributed import Client, LocalCluster
+
+    # one point ≈ point_s on one core: VMC sweeps of N = 20 bosons cost about 1.5 µs per particle move here
+    fixed = dict(n=20, lam=1.0, a=0.00433, walkers=100, steps=args.steps or 1800)
+    grid = {"alpha": [round(0.46 + 0.005 * k, 4) for k in range(args.points)]}
+    out = {"points": args.points, "fixed": fixed, "runs": {}}
+    reference = None
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None, env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}) as cluster, \
+                Client(cluster) as client:
+            timed_scan({"alpha": grid["alpha"][:workers]}, fixed, client, seed=99)  # warm: compile in every worker
+            walls = []
+            for _ in range(args.repeats):
+                wall, result = timed_scan(grid, fixed, client)
+                walls.append(wall)
+        per_point = statistics.mean(r["wall_s"] for r in result.rows)
+        wall = statistics.median(walls)
+        out["runs"][workers] = {"wall_s": wall, "walls_s": walls, "mean_point_s": per_point,
+                                "overhead_per_point": (wall * workers / args.points - per_point) / per_point}
+        reference = reference or estimates(result)
+        out["runs"][workers]["same_rows_as_1_worker"] = estimates(result) == reference
+    out["speedup_2_over_1"] = out["runs"][1]["wall_s"] / out["runs"][2]["wall_s"]
+    return out
+
+
+def gpus(args) -> dict:
+    from qmckit.scans.scan import start_executor
+
+    fixed = dict(n=100, lam=1.0, a=0.00433, walkers=args.walkers, steps=args.steps or 2000, backend="cuda")
+    grid = {"alpha": [round(0.46 + 0.002 * k, 4) for k in range(args.points)]}
+    out = {"points": args.points, "fixed": fixed, "runs": {}}
+    reference = None
+    for n in (1, 2):
+        client, close = start_executor(gpus=n)
+        try:
+            warm = {"alpha": [0.4 + 0.001 * k for k in range(n)]}
+            timed_scan(warm, fixed | {"steps": 20}, client, seed=99)  # every worker compiles or loads its kernels
+            wall, result = timed_scan(grid, fixed, client)
+        finally:
+            close()
+        out["runs"][n] = {"wall_s": wall, "mean_point_s": statistics.mean(r["wall_s"] for r in result.rows)}
+        reference = reference or estimates(result)
+        out["runs"][n]["same_rows_as_1_gpu"] = estimates(result) == reference
+    out["speedup_2_over_1"] = out["runs"][1]["wall_s"] / out["runs"][2]["wall_s"]
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--cpu", action="store_true")
+    mode.add_argument("--gpus", action="store_true")
+    parser.add_argument("--points", type=int, default=None)
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--walkers", type=int, default=16384)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    args.points = args.points or (8 if args.cpu else 32)
+    result = cpu(args) if args.cpu else gpus(args)
+    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version()}
+    if args.gpus:
+        from numba import cuda
+
+        machine["gpus"] = [g.name.decode() if isinstance(g.name, bytes) else g.name for g in cuda.gpus]
+    record = {"date": str(date.today()), "machine": machine, "command": "python benchmarks/scan_scaling.py "
+              + ("--cpu" if args.cpu else "--gpus") + f" --points {args.points}"
+              + (f" --steps {args.steps}" if args.steps else ""), **result}
+    folder = Path(os.environ.get("OUT", Path(__file__).parent / "results"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"scan_scaling_{'cpu' if args.cpu else 'gpu'}_{date.today()}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    for k, run in result["runs"].items():
+        print(f"{k} worker(s): wall {run['wall_s']:.2f} s, mean point {run['mean_point_s']:.3f} s"
+              + (f", overhead per point {100 * run['overhead_per_point']:+.1f} %" if "overhead_per_point" in run else ""))
+    print(f"speed-up 2 over 1: {result['speedup_2_over_1']:.3f}; written {path}")
+
+
+if __name__ == "__main__":
+    main()
