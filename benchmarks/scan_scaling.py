@@ -81,11 +81,15 @@ def gpus(args) -> dict:
     out = {"points": args.points, "fixed": fixed, "runs": {}}
     reference = None
     for n in (1, 2):
+        t0 = time.perf_counter()
         client, close = start_executor(gpus=n)
         try:
+            print(f"{n} GPU(s): cluster up in {time.perf_counter() - t0:.1f} s", flush=True)
             warm = {"alpha": [0.4 + 0.001 * k for k in range(n)]}
-            timed_scan(warm, fixed | {"steps": 20}, client, seed=99)  # every worker compiles or loads its kernels
+            wall_warm, _ = timed_scan(warm, fixed | {"steps": 20}, client, seed=99)  # kernels compiled or loaded
+            print(f"{n} GPU(s): warm-up (compilation) {wall_warm:.1f} s", flush=True)
             wall, result = timed_scan(grid, fixed, client)
+            print(f"{n} GPU(s): {args.points} points in {wall:.1f} s", flush=True)
         finally:
             close()
         out["runs"][n] = {"wall_s": wall, "mean_point_s": statistics.mean(r["wall_s"] for r in result.rows)}
