@@ -118,7 +118,8 @@ def main():
         machine["gpus"] = [g.name.decode() if isinstance(g.name, bytes) else g.name for g in cuda.gpus]
     record = {"date": str(date.today()), "machine": machine, "command": "python benchmarks/scan_scaling.py "
               + ("--cpu" if args.cpu else "--gpus") + f" --points {args.points}"
-              + (f" --steps {args.steps}" if args.steps else ""), **result}
+              + (f" --steps {args.steps}" if args.steps else "")
+              + (f" --walkers {args.walkers}" if args.gpus else ""), **result}
     folder = Path(os.environ.get("OUT", Path(__file__).parent / "results"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"scan_scaling_{'cpu' if args.cpu else 'gpu'}_{date.today()}.json"
