@@ -60,5 +60,6 @@ PROF = CHILD.replace('t = time.perf_counter(); r = make_run(RunConfig(**cfg)).ru
                      'pstats.Stats(pr).sort_stats("tottime").print_stats(18)')
 for tree in (os.getcwd(), OLD):
     env = dict(os.environ, PYTHONPATH=f"{tree}:/tmp/site")
-    out = subprocess.run([sys.executable, "-c", PROF, json.dumps(CASES["he_dmc"])], env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", PROF, json.dumps(CASES["he_dmc"])], env=env,
+                         capture_output=True, text=True)
     print("PROFILE", tree, out.stdout[-3500:])

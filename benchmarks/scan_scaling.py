@@ -126,7 +126,8 @@ def main():
     path.write_text(json.dumps(record, indent=1) + "\n")
     for k, run in result["runs"].items():
         print(f"{k} worker(s): wall {run['wall_s']:.2f} s, mean point {run['mean_point_s']:.3f} s"
-              + (f", overhead per point {100 * run['overhead_per_point']:+.1f} %" if "overhead_per_point" in run else ""))
+              + (f", overhead per point {100 * run['overhead_per_point']:+.1f} %"
+                 if "overhead_per_point" in run else ""))
     print(f"speed-up 2 over 1: {result['speedup_2_over_1']:.3f}; written {path}")
 
 

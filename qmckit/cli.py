@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   description="Time per macroupdate (N single-atom moves) per chain and pair "
                                               "evaluations per second of study 004's generation kernel.")
     _add_verbose(he_bench)
-    he_bench.add_argument("--n", default="64,256,512,1000", help="comma-separated atom counts (default 64,256,512,1000)")
+    he_bench.add_argument("--n", default="64,256,512,1000",
+                          help="comma-separated atom counts (default 64,256,512,1000)")
     he_bench.add_argument("--walkers", type=_positive_int, default=None,
                           help="chains (default: one per CPU core; 8 per SM on a GPU)")
     he_bench.add_argument("--backend", choices=["cpu", "cuda"], default="cpu", help="kernel backend (default cpu)")
@@ -248,7 +249,8 @@ def _add_method_options(p, system_class):
 
 
 _RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap",
-             "feedback_time", "effective_time_step", "nuclear_moves", "walkers", "steps", "equilibration", "block", "seed",
+             "feedback_time", "effective_time_step", "nuclear_moves", "walkers", "steps",
+             "equilibration", "block", "seed",
              "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
 
 
@@ -256,7 +258,8 @@ _RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_ev
 _RUN_FLAGS = {"equilibration": "--equil", "target_walkers": "--target-walkers", "dmc_equilibration": "--dmc-equil",
               "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every",
               "feedback_time": "--feedback-time", "nuclear_moves": "--nuclear-moves",
-              "effective_time_step": "--no-tau-eff", "drift_cap": "--no-drift-cap", "accept_uniform": "--accept-uniform",
+              "effective_time_step": "--no-tau-eff", "drift_cap": "--no-drift-cap",
+              "accept_uniform": "--accept-uniform",
               "hard_core": "--hard-core"}
 
 
@@ -452,7 +455,8 @@ def _bench_orbitals(args) -> int:
             return _fail(f"--grid must be n or n1,n2,n3 with every n ≥ {bo.MIN_GRID}, got {args.grid!r}")
     if args.seed < 0:
         return _fail(f"--seed must be a non-negative integer, got {args.seed}")
-    table = grid[0] * grid[1] * grid[2] * orbitals * (8 if args.precision == "f32" else 16) // (1 if not args.real else 2)
+    table = (grid[0] * grid[1] * grid[2] * orbitals * (8 if args.precision == "f32" else 16)
+             // (1 if not args.real else 2))
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

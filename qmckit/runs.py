@@ -91,7 +91,8 @@ class RunConfig:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         variant_flags(self.green, self.accept_uniform, self.hard_core)
         if self.method == "dmc" and self.sampler != "drift":
-            raise ValueError(f"sampler must be drift for dmc (importance-sampled drift-diffusion), got {self.sampler!r}")
+            raise ValueError("sampler must be drift for dmc (importance-sampled drift-diffusion), "
+                             f"got {self.sampler!r}")
         if not isinstance(self.sampler, str):
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if self.backend not in BACKENDS:
@@ -169,14 +170,16 @@ class RunConfig:
             default = derived.get(f.name, f.default)
             if getattr(self, f.name) != default:
                 raise Unsupported(f"{f.name}={getattr(self, f.name)!r}: an option of continuum walkers; system "
-                                  f"{self.system!r} runs VMC chains on a lattice (options: {', '.join(LATTICE_OPTIONS)})")
+                                  f"{self.system!r} runs VMC chains on a lattice "
+                                  f"(options: {', '.join(LATTICE_OPTIONS)})")
 
     def lattice_config(self):
         """The :class:`~qmckit.methods.lattice_vmc.LatticeRunConfig` of a lattice system's run (``walkers`` chains)."""
         from .methods.lattice_vmc import LatticeRunConfig
 
         return LatticeRunConfig(params=dict(self.params), chains=self.walkers, steps=self.steps,
-                                equilibration=self.equilibration, block=self.block, seed=self.seed, backend=self.backend)
+                                equilibration=self.equilibration, block=self.block, seed=self.seed,
+                                backend=self.backend)
 
     def make_density(self, system) -> DensityHistogram | None:
         if self.density is None:

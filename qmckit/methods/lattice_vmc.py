@@ -3,7 +3,8 @@
 :class:`LatticeRun` is the one :class:`~qmckit.methods.run.Run` over lattice chains, as
 :class:`qmckit.runs.VMCRun` is over continuum walkers: it equilibrates, runs blocks of sweeps, records
 the chain-averaged energies of every sweep, writes an atomic HDF5 checkpoint after equilibration and
-after every block, and reduces the series to :class:`~qmckit.stats.Estimate` values. A run resumed from its checkpoint continues with the same
+after every block, and reduces the series to :class:`~qmckit.stats.Estimate` values. A run resumed
+from its checkpoint continues with the same
 configurations, inverses, random streams and series, so it ends with the numbers of an
 uninterrupted run. The result dictionary follows the CLI contract (``energy_per_site`` in t).
 """
@@ -174,7 +175,8 @@ class LatticeRun(Run):
             "energy_unit": s.energy_unit,
             "estimates": {name: est.to_dict() for name, est in estimates.items()},
             "acceptance": self.acceptance,
-            "hops": {"proposed": int(counts[chains_mod.HOPS_PROPOSED]), "accepted": int(counts[chains_mod.HOPS_ACCEPTED])},
+            "hops": {"proposed": int(counts[chains_mod.HOPS_PROPOSED]),
+                     "accepted": int(counts[chains_mod.HOPS_ACCEPTED])},
             "swaps": {"proposed": int(counts[chains_mod.SWAPS_PROPOSED]),
                       "accepted": int(counts[chains_mod.SWAPS_ACCEPTED])},
             "inverse_drift": float(self.chains.drift.max()), "inverse_rebuilds": int(counts[chains_mod.REBUILDS]),

@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from ..backends.cpu_kernels import (BRUTE, DRIFT, SAMPLERS, VARIANT_ALL_PARTICLE_GF, evaluation_kernels_for, kernels_for,
+from ..backends.cpu_kernels import (BRUTE, DRIFT, SAMPLERS, VARIANT_ALL_PARTICLE_GF,
+                                    evaluation_kernels_for, kernels_for,
                                     variant_flags)
 from ..rng import fork_from
 from ..systems.protocol import Unsupported, require
@@ -127,7 +128,8 @@ def nuclei_for_moves(system, sampler: str, variant: int = 0) -> np.ndarray:
     combination cannot be (a move other than drift, study 002's variants, ħ²/m ≠ 1)."""
     nuclei = np.ascontiguousarray(system.nuclei(), dtype=np.float64)
     if nuclei.shape[0] == 0 or nuclei.shape[1:] != (4,):
-        raise Unsupported(f"nuclear_moves need nuclei, and system {type(system).name!r} has none (atoms and molecules have)")
+        raise Unsupported(f"nuclear_moves need nuclei, and system {type(system).name!r} has none "
+                          "(atoms and molecules have)")
     if sampler != "drift" or variant or system.hbar2_over_m != 1.0:
         raise Unsupported("nuclear_moves go with the exact drift sampler (no brute moves, no study 002 variants)")
     return nuclei

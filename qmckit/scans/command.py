@@ -77,7 +77,8 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
     if args.gpus is not None:
         fixed.setdefault("backend", "cuda")
     try:  # one cluster for the whole command (a refinement runs several scans)
-        executor, close = start_executor("serial" if args.serial else Client(args.scheduler) if args.scheduler else None,
+        executor, close = start_executor("serial" if args.serial
+                                         else Client(args.scheduler) if args.scheduler else None,
                                          args.workers, None, args.gpus)
     except ValueError as err:
         return fail(str(err))

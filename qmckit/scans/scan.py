@@ -89,7 +89,8 @@ def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed
     """Run ``system`` at every point of ``grid`` (a dict name → values: their Cartesian product) and/or the
     explicit ``points`` (a list of dicts), each with ``fixed`` added; see the module docstring for ``client``,
     ``workers`` and ``store``. ``gpus`` (a count, 0: all) starts one Dask worker per GPU instead, each seeing only
-    its own card (``CUDA_VISIBLE_DEVICES``), and runs the points on ``backend="cuda"`` unless they say otherwise. ``progress(done, total, row)`` is called as points finish; a set ``stop`` cancels
+    its own card (``CUDA_VISIBLE_DEVICES``), and runs the points on ``backend="cuda"`` unless they say otherwise.
+    ``progress(done, total, row)`` is called as points finish; a set ``stop`` cancels
     the points not yet started and keeps the finished ones (``result.stopped``)."""
     from ..systems import system_class
 

@@ -283,12 +283,14 @@ def markdown(result: dict) -> str:
               "|---:|---|---|---:|---|---:|"]
     sands, live, rec = verdict["sandsdalen"], verdict["live"], verdict["recorded"]
     for k, dt in enumerate(sands["dt"]):
-        lines.append(f"| {dt:g} | {fmt(sands['energy'][k], sands['error'][k])} | {fmt(live['energy'][k], live['error'][k])} "
+        lines.append(f"| {dt:g} | {fmt(sands['energy'][k], sands['error'][k])} "
+                     f"| {fmt(live['energy'][k], live['error'][k])} "
                      f"| {verdict['live_pulls'][k]:+.1f} | {fmt(rec['energy'][k], rec['error'][k])} "
                      f"| {verdict['recorded_pulls'][k]:+.1f} |")
     exact = verdict["exact_sampler"]
     lines += ["", f"His straight line through these points gives {fmt(*verdict['sandsdalen_fit'])} at Δt = 0, his "
-                  f"published {fmt(*reference('Ne', 'vmc', 'sandsdalen'))}; the exact sampler (no time-step error) gives "
+                  f"published {fmt(*reference('Ne', 'vmc', 'sandsdalen'))}; the exact sampler "
+                  "(no time-step error) gives "
                   f"{fmt(*exact)}: {verdict['exact_pull_sandsdalen']:+.1f} σ from Sandsdalen and "
                   f"{verdict['exact_pull_thesis']:+.1f} σ from the thesis ({fmt(*reference('Ne', 'vmc', 'thesis'))}). "
                   "Both published Ne values are wrong for this trial function: Sandsdalen's is an artefact of his "

@@ -255,7 +255,8 @@ def energy_vs_b(n: int, walkers: int, samples_per_walker: int, step: float, seed
     grid = np.round(np.arange(B_GRID[0], B_GRID[1] + 1e-9, step), 4)
     rows = correlated_energy_scan(system, configs, grid)
     out = {key: np.array([row[k] for row in rows]) for key, k in
-           (("b", "b"), ("energy", "energy_per_particle"), ("error", "error"), ("effective_fraction", "effective_fraction"))}
+           (("b", "b"), ("energy", "energy_per_particle"), ("error", "error"),
+            ("effective_fraction", "effective_fraction"))}
     trusted = out["effective_fraction"] >= TRUSTED_FRACTION
     coefficients, cov = np.polyfit(out["b"][trusted], out["energy"][trusted], 2, w=1 / out["error"][trusted],
                                    cov="unscaled")
@@ -299,7 +300,8 @@ def reproduce(precision: str = "fast", seed: int = 2013, progress=None) -> dict:
     n, walkers, analyses, m, equilibration = pre["sample"]
     if progress:
         progress(f"sample run: N = {n}, {walkers} chains × {analyses} analyses every {m} macroupdates (CPU)")
-    live = sample_run(backend="cpu", n=n, walkers=walkers, analyses=analyses, m=m, equilibration=equilibration, seed=seed)
+    live = sample_run(backend="cpu", n=n, walkers=walkers, analyses=analyses, m=m, equilibration=equilibration,
+                      seed=seed)
     recorded = _recorded()
     slopes = b_slopes(recorded["sample_b_scan"])
     gpu = recorded["sample_run"]
@@ -332,20 +334,27 @@ def markdown(result: dict) -> str:
              f"(precision preset `{result['precision']}`). e.dat: mean and spread/√3 of its rows 1, 19, 20; "
              "pulls in combined σ, the last column with the rounding of the printed b (0.307 nm) carried.", "",
              f"| observable | e.dat | qmckit, this CPU ({live['walkers']} chains × {live['analyses']} analyses) | pull "
-             f"| qmckit, {gpu['device']} ({gpu['walkers']} × {gpu['analyses']}, recorded) | pull | pull with b's rounding |",
+             f"| qmckit, {gpu['device']} ({gpu['walkers']} × {gpu['analyses']}, recorded) | pull "
+             "| pull with b's rounding |",
              "|---|---|---|---:|---|---:|---:|"]
-    for row_l, row_g, row_b in zip(result["comparison_live"], result["comparison_gpu"], result["comparison_gpu_b_rounding"]):
+    for row_l, row_g, row_b in zip(result["comparison_live"], result["comparison_gpu"],
+                                   result["comparison_gpu_b_rounding"]):
         lines.append(f"| {names[row_l['observable']]} | {fmt(row_l['published'], row_l['published_error'])} "
-                     f"| {fmt(row_l['mean'], row_l['error'])} | {row_l['pull']:+.1f} | {fmt(row_g['mean'], row_g['error'])} "
+                     f"| {fmt(row_l['mean'], row_l['error'])} | {row_l['pull']:+.1f} "
+                     f"| {fmt(row_g['mean'], row_g['error'])} "
                      f"| {row_g['pull']:+.1f} | {row_b['pull']:+.1f} |")
     lines.append(f"| acceptance | {result['published']['acceptance']} | {live['acceptance']:.4f} | | "
                  f"{gpu['acceptance']:.4f} | | |")
     scan, st = result["energy_vs_b"], result["structure"]
-    lines += ["", f"**E(b).** Correlated sampling at N = {scan['n']} ({scan['samples']} configurations drawn at b = 3.07 Å, "
+    lines += ["", f"**E(b).** Correlated sampling at N = {scan['n']} ({scan['samples']} configurations drawn at "
+                  "b = 3.07 Å, "
                   f"b = {B_GRID[0]}–{B_GRID[1]} Å): the minimum of E/N lies at b = "
-                  f"{fmt(scan['b_min'], scan['b_min_error'])} Å, {scan['pull_vs_3.07']:+.1f} σ from study 004's b = 3.07 Å "
-                  "(σ with the rounding of the printed b; the notebook's direct GPU scan at N = 1000 puts it at 3.065 Å).",
-              "", f"**g(r)** at N = {st['n']} ({st['samples']} configurations): g < {st['g_core']:.3g} below 2 Å, the first "
+                  f"{fmt(scan['b_min'], scan['b_min_error'])} Å, {scan['pull_vs_3.07']:+.1f} σ from study 004's "
+                  "b = 3.07 Å "
+                  "(σ with the rounding of the printed b; the notebook's direct GPU scan at N = 1000 puts it at "
+                  "3.065 Å).",
+              "", f"**g(r)** at N = {st['n']} ({st['samples']} configurations): g < {st['g_core']:.3g} below 2 Å, "
+                  "the first "
                   f"peak g = {st['g_peak']:.2f} at {st['r_peak']:.2f} Å (the study's notes: near 3.4–3.5 Å; experiment "
                   f"1.3–1.4), g = {st['g_far']:.3f} averaged over the last 1.5 Å before L/2 (→ 1, as the tail "
                   f"correction assumes); S(k) peaks at k = {st['k_peak']:.2f} Å⁻¹."]
@@ -373,7 +382,8 @@ def plot_energy_vs_b(ax, scan: dict) -> None:
 def plot_structure(ax_g, ax_s, st: dict) -> None:
     """g(r) with its first peak, and S(k)."""
     ax_g.plot(st["r"], st["g"], "-", lw=1.2)
-    ax_g.plot(st["r_peak"], st["g_peak"], "v", color="C3", label=f"first peak: g = {st['g_peak']:.2f} at {st['r_peak']:.2f} Å")
+    ax_g.plot(st["r_peak"], st["g_peak"], "v", color="C3",
+              label=f"first peak: g = {st['g_peak']:.2f} at {st['r_peak']:.2f} Å")
     ax_g.axhline(1, color="0.6", lw=0.8)
     ax_g.axvspan(st["far_from"], st["box"] / 2, color="0.9", zorder=0, label="last 1.5 Å before L/2")
     ax_g.set_xlabel("r (Å)")

@@ -252,7 +252,8 @@ def reproduce(precision: str = "fast", seed: int = 4, progress=None) -> dict:
 
     check_precision(precision, PRESETS)
     pre = PRESETS[precision]
-    out = {"seed": seed, "preset": {k: (v if k != "table61" else {str(L): s for L, s in v.items()}) for k, v in pre.items()}}
+    out = {"seed": seed,
+           "preset": {k: (v if k != "table61" else {str(L): s for L, s in v.items()}) for k, v in pre.items()}}
     exact = {}
     for k, (name, params) in enumerate(L3_CASES.items()):
         if progress:
@@ -308,15 +309,19 @@ def markdown(result: dict) -> str:
              "**Exact checks on the 10-site cluster (L = 3, 8 electrons).** Enumeration of every configuration "
              "(Σ Ψ² E_L / Σ Ψ²) against ⟨Ψ|H|Ψ⟩ from fermion operators, the exact ground state, and VMC against the "
              "enumeration:", "",
-             "| parameters | enumeration | ⟨Ψ\\|H\\|Ψ⟩ | ground state | VMC E | pull | VMC E_kin | pull | VMC E_J | pull |",
+             "| parameters | enumeration | ⟨Ψ\\|H\\|Ψ⟩ | ground state | VMC E | pull | VMC E_kin | pull "
+             "| VMC E_J | pull |",
              "|---|---:|---:|---:|---|---:|---|---:|---|---:|"]
     for name, ex in result["exact_l3"].items():
         rows = ex["vmc"]["rows"]
         lines.append(f"| {name} | {ex['enumeration']:.10f} | {ex['expectation']:.10f} | {ex['ground_state']:.6f} | "
                      + " | ".join(f"{fmt(*rows[key]['vmc'])} | {rows[key]['pull']:+.1f}" for key in EXACT_KEYS) + " |")
-    lines += ["", "**Table 6.1** (J = 0.3, x = 0.1, Δ = 1.5, μ = 0). The thesis prints no energies: the live runs are set "
-                  "beside qmckit's recorded long runs (`data/lattice_rvb_recorded.json`), the sizes beside its Table 4.1.",
-              "", "| L | N_s | N_e | N_p | thesis N_s, N_e, N_p | E/N_s live | chains × sweeps | E/N_s recorded | pull |",
+    lines += ["", "**Table 6.1** (J = 0.3, x = 0.1, Δ = 1.5, μ = 0). The thesis prints no energies: the live runs "
+                  "are set "
+                  "beside qmckit's recorded long runs (`data/lattice_rvb_recorded.json`), the sizes beside its "
+                  "Table 4.1.",
+              "", "| L | N_s | N_e | N_p | thesis N_s, N_e, N_p | E/N_s live | chains × sweeps | E/N_s recorded "
+                  "| pull |",
               "|---:|---:|---:|---:|---|---|---|---|---:|"]
     for row in result["table61"]:
         t41 = row["thesis_table41"]
@@ -326,8 +331,10 @@ def markdown(result: dict) -> str:
                      f"{row['pull_recorded']:+.1f} |")
     machine = result.get("machine", {})
     lines += ["", f"**Timing** (32 chains × 5000 + 5000 sweeps, seconds; this machine: {machine.get('cpu', '?')}, one "
-                  "core, extrapolated from timed sweeps; the thesis: Tables 6.2/6.3, one i7-2600 core and a Tesla M2070):",
-              "", "| L | this CPU, one core | thesis CPU, one core | thesis GPU (M2070) | qmckit GPU |", "|---:|---:|---:|---:|---:|"]
+                  "core, extrapolated from timed sweeps; the thesis: Tables 6.2/6.3, one i7-2600 core and a "
+                  "Tesla M2070):",
+              "", "| L | this CPU, one core | thesis CPU, one core | thesis GPU (M2070) | qmckit GPU |",
+              "|---:|---:|---:|---:|---:|"]
     gpu_rows = {row["L"]: row["gpu_s"] for row in result["timing_gpu_recorded"]["rows"]}
     for row in result["timing_cpu"]:
         live = result.get("timing_gpu", {})
@@ -378,7 +385,8 @@ def figure(result: dict):
               label=f"qmckit, {rec['machine']['gpu']} (recorded)")
     if "timing_gpu" in result:
         live = result["timing_gpu"]
-        ax_t.plot([live["L"]], [live["gpu_s"]], "*", ms=12, color="C3", label=f"qmckit, {_name(live['device'])} (this run)")
+        ax_t.plot([live["L"]], [live["gpu_s"]], "*", ms=12, color="C3",
+                  label=f"qmckit, {_name(live['device'])} (this run)")
     ax_t.set(yscale="log", xlabel="L (N_s = L² + 1)", ylabel="seconds, 32 chains × 5000 + 5000 sweeps",
              title="Tables 6.2/6.3")
     ax_t.legend(fontsize=8)

@@ -40,7 +40,8 @@ def bare_determinant(molecule: str, basis: str, walkers: int, sweeps: int, seed:
     result = run.run()
     e = result["estimates"]["energy"]
     rhf = float(run.system.rhf_energy)
-    return {"molecule": molecule, "basis": basis, "walkers": walkers, "sweeps": sweeps, "energy": (e["mean"], e["error"]),
+    return {"molecule": molecule, "basis": basis, "walkers": walkers, "sweeps": sweeps,
+            "energy": (e["mean"], e["error"]),
             "rhf": rhf, "pull": pull(e["mean"], e["error"], rhf), "acceptance": result["acceptance"]}
 
 
@@ -77,7 +78,8 @@ def reproduce(precision: str = "fast", seed: int = 3, progress=None) -> dict:
         if progress:
             progress(f"Fig. 7 sizes on the CPU, {'one thread' if threads == 1 else 'all threads'}: "
                      + ", ".join(name for name, _, _ in sizes))
-        cpu[label] = speedup_001.measure_cpu_subprocess(threads, sizes, walkers=walkers, reps=reps, seed=seed, f64=False)
+        cpu[label] = speedup_001.measure_cpu_subprocess(threads, sizes, walkers=walkers, reps=reps, seed=seed,
+                                                        f64=False)
         cpu[label].pop("log", None)
     rows = speedup_001.speedup_rows(cpu)
     out["fig7_cpu"] = []
@@ -113,7 +115,8 @@ def markdown(result: dict) -> str:
         lines.append(f"| {a} | {s['median']:.1e} | {s['p90']:.1e} | {s['max']:.1e} |")
     phases = speedup_001.S.PHASES
     budget = result["hmx_budget"]
-    lines += ["", f"**Fig. 7's CPU side**: time per walker-step (µs) of qmckit's float32 VMC step on this CPU, one thread "
+    lines += ["", f"**Fig. 7's CPU side**: time per walker-step (µs) of qmckit's float32 VMC step on this CPU, "
+                  "one thread "
                   f"and {result['threads']} threads, and each phase's share at one thread. 001's HMX budget on one "
                   f"Pentium 4: basis functions {100 * budget['basis_functions']:.0f} %, matrix products "
                   f"{100 * budget['matrix_multiplication']:.0f} %, e–e Jastrow {100 * budget['ee_jastrow']:.1f} %.", "",
@@ -124,7 +127,8 @@ def markdown(result: dict) -> str:
         shares = " | ".join(f"{100 * r['one']['shares'][ph]:.0f} %" for ph in phases)
         paper = r["paper"]["total_standard"] if r.get("paper") else "–"
         lines.append(f"| {r['name']} | {r['n_electrons']} | {r['n_basis']} | "
-                     f"{1e6 * r['one']['per_walker_step_s']['total']:.4g} | {1e6 * r['all']['per_walker_step_s']['total']:.4g} | "
+                     f"{1e6 * r['one']['per_walker_step_s']['total']:.4g} | "
+                     f"{1e6 * r['all']['per_walker_step_s']['total']:.4g} | "
                      f"{r['threads_speedup']:.2f} | {shares} | {paper} |")
     return "\n".join(lines)
 

@@ -39,13 +39,16 @@ class Study:
 
 
 STUDIES = {
-    "bec": Study(".bec", "table72", 2011, "002, Table 7.2: trapped bosons B1–B3, exact VMC and DMC extrapolated to Δτ = 0"),
-    "atoms": Study(".atoms", "table71", 71, "002, Table 7.1: He, Be, Ne VMC, and the verdict on the two published Ne values"),
+    "bec": Study(".bec", "table72", 2011,
+                 "002, Table 7.2: trapped bosons B1–B3, exact VMC and DMC extrapolated to Δτ = 0"),
+    "atoms": Study(".atoms", "table71", 71,
+                   "002, Table 7.1: He, Be, Ne VMC, and the verdict on the two published Ne values"),
     "molecules": Study(".molecules", "molecules", 3,
                        "001: the bare determinant gives E_RHF, float32/Kahan precision of E_L, Fig. 7's CPU phases"),
     "helium": Study(".helium4", "sample_run", 2013, "004: the sample run (N = 1000) against e.dat, E(b) and g(r)"),
     "lattice": Study(".lattice_rvb", "table61", 4,
-                     "000: exact checks at L = 3, Table 6.1 energies (L = 5, 9), the GPU timing where a GPU is present"),
+                     "000: exact checks at L = 3, Table 6.1 energies (L = 5, 9), the GPU timing where a GPU "
+                     "is present"),
     "tio2": Study(".tio2_orbitals", "tio2", 3,
                   "003: Table II timings on this machine, h⁴ convergence of the B-splines, the QSU bias"),
 }
@@ -91,7 +94,8 @@ def write_report(name: str, result: dict, out_dir) -> dict:
     module = study.load()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"markdown": out / f"{study.stem}.md", "json": out / f"{study.stem}.json", "figure": out / f"{study.stem}.png"}
+    paths = {"markdown": out / f"{study.stem}.md", "json": out / f"{study.stem}.json",
+             "figure": out / f"{study.stem}.png"}
     command = f"qmckit reproduce {name} --precision {result.get('precision', 'fast')}"
     paths["markdown"].write_text(module.markdown(result) + f"\n\nProduced by `{command}`.\n")
     paths["json"].write_text(json.dumps(result | {"command": command}, indent=1, default=_jsonable) + "\n")

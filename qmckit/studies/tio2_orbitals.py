@@ -145,7 +145,8 @@ def reproduce(precision: str = "fast", seed: int = 3, progress=None) -> dict:
     qsu = us.compare_schemes(model, sweeps=sweeps, fast=precision == "fast", seed=2026 + seed - 3)
     out["qsu"] = {"electrons": model.n_electrons, "exact_energy_per_electron": model.exact_energy_per_electron(),
                   "sweeps": sweeps, "table": us.format_table(qsu),
-                  "rows": [{k: r[k] for k in ("scheme", "label", "energy", "error", "bias_per_cell", "bias_per_cell_error",
+                  "rows": [{k: r[k] for k in ("scheme", "label", "energy", "error", "bias_per_cell",
+                                              "bias_per_cell_error",
                                               "bias_sigma")} for r in qsu["rows"]]}
     return out
 
@@ -158,11 +159,13 @@ def markdown(result: dict) -> str:
     lines = [f"Study 003: B-spline orbitals of TiO2 (precision preset `{result['precision']}`).", "",
              f"**Table II on this machine** ({machine.get('cpu', '?')}, one core, complex double values: the paper's "
              "CPU column (0a) ran on one i7-920 core; its GPU column is the GTX 480 with transfers):", "",
-             "| system | N | L | grid | this CPU (ms) | GB/s | paper CPU (ms) | this CPU / paper CPU | paper GPU (ms) |",
+             "| system | N | L | grid | this CPU (ms) | GB/s | paper CPU (ms) | this CPU / paper CPU "
+             "| paper GPU (ms) |",
              "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in result["table_ii"]:
         lines.append(f"| {r['size']} | {r['electrons']} | {r['orbitals']} | {r['grid'][0]}³ | {r['ms']:.3g} | "
-                     f"{r['gb_s']:.1f} | {r['paper_cpu_ms']} | {r['ms'] / r['paper_cpu_ms']:.2f} | {r['paper_gpu_ms']} |")
+                     f"{r['gb_s']:.1f} | {r['paper_cpu_ms']} | {r['ms'] / r['paper_cpu_ms']:.2f} | "
+                     f"{r['paper_gpu_ms']} |")
     rec = result["table_ii_recorded"]
     lines += ["", f"Recorded on {rec['device']} ({rec['date']}, `data/bspline_orbitals_timings.json`): "
               + "; ".join(f"{r['size']} {r['precision']} kernel {r['gpu_kernel']:.3g} ms "
@@ -172,10 +175,12 @@ def markdown(result: dict) -> str:
                   "spacing h; expected orders 4, 3, 2):", "",
               "| cell | grids | values | gradients | Laplacians |", "|---|---|---:|---:|---:|"]
     for name, c in result["convergence"].items():
-        lines.append(f"| {name} | {', '.join(map(str, c['grids']))} | " + " | ".join(f"{o:.2f}" for o in c["orders"]) + " |")
+        lines.append(f"| {name} | {', '.join(map(str, c['grids']))} | "
+                     + " | ".join(f"{o:.2f}" for o in c["orders"]) + " |")
     qsu = result["qsu"]
     lines += ["", f"**Quasi-simultaneous updating** on jellium (r_s = 2, N = {qsu['electrons']}, exact E/N = "
-                  f"{qsu['exact_energy_per_electron']:.6f} Ha, {qsu['sweeps']} sweeps per scheme). The paper's Table IX "
+                  f"{qsu['exact_energy_per_electron']:.6f} Ha, {qsu['sweeps']} sweeps per scheme). "
+                  "The paper's Table IX "
                   "found no difference between particle-by-particle and Q.S. (Si, "
                   f"{fmt(*TABLE_IX['(0a) CPU/PbP double'])} against {fmt(*TABLE_IX['(0b) CPU/Q.S. double'])} Ha per "
                   "cell); against an exact answer the literal reading of its Eq. 11 is biased:", "", qsu["table"]]

@@ -6,7 +6,8 @@
     >>> panel.run_sync() # or press Run (background thread) / Stop (pauses within a fraction of a second)
 
 Panels: :class:`SystemPanel` (any registered system, its controls generated from the parameter
-metadata: ``SystemPanel("qdot", n=6)``), :class:`BosonPanel` (trapped bosons, VMC), :class:`AtomPanel` (He, Be, Ne: VMC and fixed-node
+metadata: ``SystemPanel("qdot", n=6)``), :class:`BosonPanel` (trapped bosons, VMC),
+:class:`AtomPanel` (He, Be, Ne: VMC and fixed-node
 DMC), :class:`MoleculePanel` (molecules in a Gaussian basis with RHF orbitals from PySCF, VMC and
 fixed-node DMC, energy next to E_RHF) and :class:`PrecisionPanel` (error per element of the orbital
 matrix product against its inner length, per arithmetic) and :class:`LatticePanel` (study 000's
