@@ -74,7 +74,7 @@ def cpu(args) -> dict:
 
 
 def gpus(args) -> dict:
-    from qmckit.scans.scan import start_executor
+    from qmckit.scans.execute import start_executor
 
     fixed = dict(n=100, lam=1.0, a=0.00433, walkers=args.walkers, steps=args.steps or 2000, backend="cuda")
     grid = {"alpha": [round(0.46 + 0.002 * k, 4) for k in range(args.points)]}

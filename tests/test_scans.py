@@ -15,6 +15,7 @@ import pytest
 
 import qmckit
 from qmckit.scans import ScanStore, parse_axis, point_seed, refine_minimum
+from qmckit.scans import execute as scan_module
 from qmckit.systems.bec import noninteracting_energy_per_particle
 
 # non-interacting bosons (a = 0): ψ_T is exact at α = ½, where E/N = (2 + λ)/2 with zero variance
@@ -25,6 +26,8 @@ ALPHAS = [0.32, 0.42, 0.52, 0.62, 0.72]  # the minimum α = ½ is not on the gri
 def test_axes_parse_ranges_and_lists_and_refuse_bad_ones():
     assert parse_axis("alpha=0.40:0.60:5") == ("alpha", [0.4, 0.45, 0.5, 0.55, 0.6])
     assert parse_axis("n=10,20,50") == ("n", [10, 20, 50])
+    assert parse_axis("walkers=100:400:4") == ("walkers", [100, 200, 300, 400])  # integer ends: integers
+    assert parse_axis("alpha=0:1:3") == ("alpha", [0, 0.5, 1])
     assert parse_axis("element=He,Be") == ("element", ["He", "Be"])
     for bad in ("alpha", "alpha=0.4:0.6", "alpha=0.4:x:3", "alpha=0.4:0.6:1"):
         with pytest.raises(ValueError, match="--param"):
@@ -38,15 +41,19 @@ def test_a_point_seed_depends_on_the_scan_seed_and_the_point_only():
     assert 0 <= a < 2**31 - 1
 
 
-def test_the_free_boson_scan_follows_the_closed_form_and_its_minimum_refines_to_one_half():
+def test_the_free_boson_scan_follows_the_closed_form_and_its_minimum_refines_to_one_half(monkeypatch):
     result = qmckit.scan("bec", {"alpha": ALPHAS}, FREE, seed=11, client="serial")
     for row in result.rows:
         est = row["estimates"]["energy_per_particle"]
         exact = noninteracting_energy_per_particle(row["point"]["alpha"], FREE["lam"])
         assert est["error"] > 0 and abs(est["mean"] - exact) < 3 * est["error"], (row["point"], est, exact)
-    refined, alpha0, energy0 = refine_minimum("bec", result, "alpha", "energy_per_particle", rounds=8, seed=11,
+    calls = []
+    original = scan_module.run_point
+    monkeypatch.setattr(scan_module, "run_point", lambda *args: calls.append(args) or original(*args))
+    refined, alpha0, energy0 = refine_minimum("bec", result, "alpha", "energy_per_particle", rounds=8,
                                               client="serial")
-    assert len(refined.rows) == len(ALPHAS) + 8
+    assert len(refined.rows) == len(ALPHAS) + 8 and len(calls) == 8  # one new point a round, none run again
+    assert [r["seed"] for r in refined.rows[:len(ALPHAS)]] == [r["seed"] for r in result.rows]  # the scan's seeds
     assert abs(alpha0 - 0.5) < 1e-3, alpha0
     assert abs(energy0 - 1.5) < 1e-4
 
@@ -106,9 +113,16 @@ def test_a_scan_killed_mid_way_resumes_to_the_uninterrupted_table(tmp_path):
 
 def test_a_store_of_another_scan_is_refused(tmp_path):
     store = tmp_path / "scan.h5"
-    qmckit.scan("bec", {"alpha": [0.5]}, FREE, seed=1, client="serial", store=store)
+    first = qmckit.scan("bec", {"alpha": [0.5]}, FREE, seed=1, client="serial", store=store)
     with pytest.raises(ValueError, match="another scan"):
         qmckit.scan("bec", {"alpha": [0.5]}, FREE, seed=2, client="serial", store=store)
+    with pytest.raises(ValueError, match="another scan"):  # the store object too, not only its file
+        qmckit.scan("bec", {"alpha": [0.5]}, FREE, seed=2, client="serial", store=first.store)
+
+
+def test_a_point_may_carry_its_own_seed():
+    rows = qmckit.scan("bec", {"seed": [5, 6]}, FREE | {"alpha": 0.45}, client="serial").rows
+    assert [r["seed"] for r in rows] == [5, 6] and rows[0]["estimates"] != rows[1]["estimates"]
 
 
 @pytest.mark.parametrize("args, words", [
@@ -167,6 +181,10 @@ def test_the_scan_panel_runs_its_grid_and_refuses_a_bad_axis_in_one_line():
                                                               steps=200), seed=3, client="serial")
     assert [r["estimates"] for r in result.rows] == [r["estimates"] for r in serial.rows]
     assert len(panel.plot.outputs) == 1 and panel.progress.description == "done"
+    panel.boxes["alpha"].value = "0.5"
+    panel.boxes["method"].value = "vmc,dmc"  # a text axis: the points in order on the plot
+    panel.boxes["steps"].value = "100"
+    assert len(panel.run_sync().rows) == 2 and len(panel.plot.outputs) == 1
     panel.boxes["alpha"].value = "0.4:x:5"
     assert panel.run_sync() is None
     assert panel.status.value.startswith("error: alpha") and panel.plot.outputs == ()

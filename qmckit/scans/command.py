@@ -47,7 +47,7 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
     """Parse the axes, run the scan, print the table (or ``--json``)."""
     from ..systems import SYSTEMS
     from .grid import parse_axis
-    from .scan import refine_minimum, scan
+    from .execute import refine_minimum, scan
 
     system_class = SYSTEMS[args.system]
     if args.checkpoint or args.resume:
@@ -67,7 +67,7 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
         return fail(f"--param {clash[0]}: also fixed by its own flag; give it once")
     if args.refine is not None and (len(axes) != 1 or args.refine not in axes):
         return fail(f"--refine needs a scan of that one axis, got axes {', '.join(axes)}")
-    from .scan import start_executor
+    from .execute import start_executor
 
     if args.scheduler:
         try:
@@ -80,8 +80,9 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
         executor, close = start_executor("serial" if args.serial
                                          else Client(args.scheduler) if args.scheduler else None,
                                          args.workers, None, args.gpus)
-    except ValueError as err:
-        return fail(str(err))
+    except (ValueError, OSError, TimeoutError) as err:  # no GPU, no Dask, no scheduler at that address
+        where = "--scheduler: " if args.scheduler and not isinstance(err, ValueError) else ""
+        return fail(where + (str(err).splitlines()[0] if str(err) else type(err).__name__))
     if args.scheduler:
         close = executor.close  # our connection to the user's cluster, not the cluster
     options = dict(seed=args.seed or 0, client=executor if executor is not None else "serial", store=args.store)

@@ -28,8 +28,8 @@ def run_settings() -> tuple[str, ...]:
 def parse_axis(text: str) -> tuple[str, list]:
     """``"alpha=0.40:0.60:11"`` (start:stop:count, both ends included) or ``"n=10,20,50"`` → (name, values).
 
-    Values are numbers where they parse as such (int if every value is integral and written without a point),
-    else strings (``element=He,Be``)."""
+    Values are numbers where they parse as such (a range written with integer ends whose values are all whole
+    gives ints, so does a list value written without a point), else strings (``element=He,Be``)."""
     name, sep, spec = text.partition("=")
     name = name.strip().replace("-", "_")
     if not sep or not name or not spec.strip():
@@ -44,7 +44,10 @@ def parse_axis(text: str) -> tuple[str, list]:
         if len(parts) != 3 or count < 2 or not (math.isfinite(start) and math.isfinite(stop)):
             raise ValueError(f"--param {name}: START:STOP:COUNT needs two numbers and an integer count ≥ 2, "
                              f"got {spec!r}")
-        return name, [float(v) for v in np.round(np.linspace(start, stop, count), 12)]
+        values = np.round(np.linspace(start, stop, count), 12)
+        if all("." not in p and "e" not in p.lower() for p in parts[:2]) and np.all(values == np.round(values)):
+            return name, [int(v) for v in values]  # walkers=100:400:4, n=10:50:5: integers
+        return name, [float(v) for v in values]
     values = [v.strip() for v in spec.split(",") if v.strip()]
     return name, [_number(v) for v in values]
 
@@ -71,6 +74,7 @@ def canonical(point: dict) -> str:
     """The point as sorted JSON: its identity in the results store and the input of its seed. A whole float is
     written as the integer (λ = 1 and λ = 1.0 are one point: a value typed in a box and a parameter's default)."""
     def plain(v):
+        v = v.item() if isinstance(v, np.generic) else v  # NumPy scalars from np.linspace and friends
         return int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2**53 else v
     return json.dumps({k: plain(point[k]) for k in sorted(point)}, sort_keys=True, separators=(",", ":"))
 
@@ -84,7 +88,8 @@ def point_seed(scan_seed: int, system: str, point: dict) -> int:
 
 
 def split_point(system: str, point: dict) -> tuple[dict, dict]:
-    """(system parameters, run settings) of a point; a name that is neither is refused in one line."""
+    """(system parameters, run settings) of a point; a name that is neither is refused in one line. ``seed`` is
+    allowed (a point may carry its own) but is not among the returned settings: the scan passes each point's seed."""
     from ..systems import system_class
 
     names = {info.name for info in system_class(system).parameters()}
@@ -93,4 +98,5 @@ def split_point(system: str, point: dict) -> tuple[dict, dict]:
     if unknown:
         raise ValueError(f"{unknown[0]!r} is neither a parameter of {system} ({', '.join(sorted(names))}) nor a run "
                          f"setting ({', '.join(sorted(settings))})")
-    return {k: v for k, v in point.items() if k in names}, {k: v for k, v in point.items() if k in settings}
+    return ({k: v for k, v in point.items() if k in names},
+            {k: v for k, v in point.items() if k in settings and k != "seed"})

@@ -7,7 +7,7 @@ DMC is not split yet (its trial energy must be updated globally once per block):
 """
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 import numpy as np
 
@@ -47,7 +47,7 @@ def split_run(config, parts: int, client="serial") -> dict:
         raise ValueError(f"method: only VMC runs can be split over workers yet, got {config.method!r}")
     counts = partition(config.walkers, parts)
     seeds = [part_seed(config.seed, parts, k) for k in range(parts)]
-    base = asdict(replace(config))
+    base = asdict(config)
     if client == "serial":
         results = [run_part(base, w, s) for w, s in zip(counts, seeds)]
     else:
@@ -55,6 +55,8 @@ def split_run(config, parts: int, client="serial") -> dict:
         results = [f.result() for f in futures]
     weights = np.array(counts, dtype=float)
     series = np.tensordot(weights / weights.sum(), np.array([r["series"] for r in results]), axes=1)
+    if not np.all(np.isfinite(series)):  # as a one-process run: no estimate rather than a silent NaN
+        raise FloatingPointError("a part's local energy was not finite: ψ_T fails somewhere it samples")
     key = results[0]["energy_key"]
     acceptance = float(np.dot(weights, [r["acceptance"] for r in results]) / weights.sum())
     return {"estimates": {key: estimate(series).to_dict()}, "series": series, "walkers": counts, "parts": parts,

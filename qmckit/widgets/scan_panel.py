@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from ..scans import scan
 from ..scans.grid import parse_axis
-from ..scans.scan import start_executor
+from ..scans.execute import start_executor
 from ..systems import system_class as lookup
 from .fast import fast_mode
 from .labels import mpl_text, unit_text
@@ -121,8 +121,8 @@ class ScanPanel(RunControls):
             total = int(np.prod([len(v) for v in axes.values()]))
             executor, close = start_executor("serial" if self.workers.value == 0 else None, self.workers.value or None,
                                              total)
-        except (ValueError, TypeError, ImportError) as err:
-            self._fail(err if isinstance(err, ValueError) else ValueError(str(err)))
+        except Exception as err:  # noqa: BLE001 - a bad box, no Dask, a cluster that would not start: one line
+            self._fail(err)
             return None
         if executor is not None and hasattr(executor, "dashboard_link"):
             link = html.escape(executor.dashboard_link)
@@ -135,13 +135,13 @@ class ScanPanel(RunControls):
             result = scan(self.system, axes, fixed, seed=self.seed.value,
                           client=executor if executor is not None else "serial", progress=self._on_row(axes),
                           stop=self._stop)
+            self.result = result
+            self._draw(axes, result.rows)
         except Exception as err:  # noqa: BLE001 - one line in the status, whatever went wrong
-            close()
             self._fail(err)
             return None
-        close()
-        self.result = result
-        self._draw(axes, result.rows)
+        finally:
+            close()
         done = len(result.rows)
         if result.stopped:
             self._set_progress("stopped", done, total, style="warning")
@@ -174,13 +174,14 @@ class ScanPanel(RunControls):
         names = list(axes)
         mean = np.array([r["estimates"][key]["mean"] for r in rows])
         error = np.array([r["estimates"][key]["error"] for r in rows])
-        if len(names) == 1:
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for n in names for v in axes[n])
+        if len(names) == 1 and numeric:
             x = np.array([r["point"][names[0]] for r in rows], dtype=float)
             order = np.argsort(x)
             ax.errorbar(x[order], mean[order], yerr=error[order], fmt="o-", ms=4, capsize=2)
             ax.set_xlabel(mpl_text(self.boxes[names[0]].description))
             ax.set_ylabel(f"{label} [{unit}]")
-        elif len(names) == 2:
+        elif len(names) == 2 and numeric:
             xs, ys = (sorted(set(axes[n])) for n in names)
             grid = np.full((len(ys), len(xs)), np.nan)
             for r, m in zip(rows, mean):
@@ -190,9 +191,11 @@ class ScanPanel(RunControls):
             fig.colorbar(image, ax=ax, label=f"{label} [{unit}]")
             ax.set_xlabel(mpl_text(self.boxes[names[0]].description))
             ax.set_ylabel(mpl_text(self.boxes[names[1]].description))
-        else:
+        else:  # many axes, or a text axis (method=vmc,dmc): the points in order, labelled
             ax.errorbar(np.arange(len(rows)), mean, yerr=error, fmt="o", ms=4, capsize=2)
-            ax.set_xlabel("point")
+            ax.set_xticks(np.arange(len(rows)), [", ".join(str(r["point"][n]) for n in names) for r in rows],
+                          rotation=30, ha="right", fontsize=7)
+            ax.set_xlabel(", ".join(names))
             ax.set_ylabel(f"{label} [{unit}]")
         ax.set_title(f"{self.system}: {len(rows)} points")
         self.plot.outputs = (png_output(figure_png(fig), text=f"<scan of {len(rows)} points>"),)

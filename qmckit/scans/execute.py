@@ -109,7 +109,13 @@ def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed
         key = canonical(p)
         tasks[key] = (p, int(p["seed"]) if "seed" in p else point_seed(seed, system, p))
     description = {"system": system, "seed": int(seed)}
-    table = store if isinstance(store, ScanStore) else ScanStore(store, description)
+    if isinstance(store, ScanStore):
+        table = store
+        if table.description and table.description != description:
+            raise ValueError(f"store: it holds another scan ({table.description}, not {description})")
+        table.description = table.description or description
+    else:
+        table = ScanStore(store, description)
     todo = [(key, p, s) for key, (p, s) in tasks.items() if key not in table]
     done = len(tasks) - len(todo)
     stopped = False
@@ -136,25 +142,31 @@ def _drive(executor, system, todo, table, progress, stop, done, total) -> bool:
         return False
     dask = type(executor).__module__.startswith("distributed")
     futures = [executor.submit(run_point, system, p, s, **({"pure": False} if dask else {})) for _, p, s in todo]
-    if dask:
-        from distributed import as_completed
-    else:
-        from concurrent.futures import as_completed
     pending = set(futures)
-    for future in as_completed(futures):
-        pending.discard(future)
-        if future.cancelled():
-            continue
-        row = future.result()
-        table.add(row)
-        done += 1
-        if progress:
-            progress(done, total, row)
-        if stop is not None and stop.is_set():
-            for other in pending:
-                other.cancel()
-            return True
-    return False
+    try:
+        while pending:
+            _sleep_until_done(pending, 0.5)  # wake at least twice a second: a Stop is seen while long points run
+            finished = {f for f in pending if f.done()}
+            pending -= finished
+            for future in finished:
+                row = future.result()
+                table.add(row)
+                done += 1
+                if progress:
+                    progress(done, total, row)
+            if stop is not None and stop.is_set() and pending:
+                return True
+        return False
+    finally:
+        for future in pending:  # stopped or failed: nothing queued keeps running on the executor
+            future.cancel()
+
+
+def _sleep_until_done(futures, timeout: float) -> None:
+    """Wait up to ``timeout`` s for one of ``futures`` (concurrent.futures or Dask) to finish."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline and not any(f.done() for f in futures):
+        time.sleep(0.02)
 
 
 def start_executor(client=None, workers=None, n_points=None, gpus=None):
@@ -177,7 +189,11 @@ def start_executor(client=None, workers=None, n_points=None, gpus=None):
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address="127.0.0.1:0",
                            env={"NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"})
-    dask_client = Client(cluster)
+    try:
+        dask_client = Client(cluster)
+    except BaseException:
+        cluster.close()
+        raise
 
     def close():
         dask_client.close()
@@ -201,12 +217,19 @@ def _gpu_cluster(gpus: int):
     if not 1 <= n <= present:
         raise ValueError(f"--gpus must be between 1 and the {present} GPUs present, got {gpus}")
     cores = os.cpu_count() or 1
+    # the cards this process may use (a batch system's CUDA_VISIBLE_DEVICES, e.g. "2,3"), one per worker
+    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()] or \
+        [str(k) for k in range(present)]
     workers = {f"gpu{k}": {"cls": Nanny, "options": {"nthreads": 1, "env": {
-        "CUDA_VISIBLE_DEVICES": str(k), "NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"}}}
+        "CUDA_VISIBLE_DEVICES": visible[k], "NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"}}}
         for k in range(n)}
     cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
         "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}})
-    client = Client(cluster)
+    try:
+        client = Client(cluster)
+    except BaseException:
+        cluster.close()
+        raise
 
     def close():
         client.close()
@@ -218,11 +241,18 @@ def refine_minimum(system: str, result: ScanResult, name: str, estimate: str, ro
     """Golden-section refinement of the minimum of ``estimate`` along ``name`` (a one-parameter scan): each round
     adds the golden-section point of the larger side of the bracket around the lowest point. Returns the grown
     :class:`ScanResult` and the minimum of a weighted parabola through the lowest point and up to two neighbours
-    each side (value, and the parabola's minimum of ``estimate``). ``scan_options`` as for :func:`scan` (the same store,
-    seed and client keep the rows consistent)."""
+    each side (value, and the parabola's minimum of ``estimate``). ``scan_options`` as for :func:`scan`; the store and
+    seed default to ``result``'s, so no finished point runs again."""
     import numpy as np
 
     fixed = {k: v for k, v in result.rows[0]["point"].items() if k != name}
+    varying = {k for r in result.rows for k, v in r["point"].items() if v != result.rows[0]["point"].get(k)} - {name}
+    if varying:
+        raise ValueError(f"refine: the scan varies {', '.join(sorted(varying))} besides {name}; refine a 1-D scan")
+    # the scan's own table and seed: the finished points are not run again, and new points get the scan's seeds
+    scan_options.setdefault("store", result.store)
+    if result.store is not None and "seed" in result.store.description:
+        scan_options.setdefault("seed", result.store.description["seed"])
     for _ in range(rounds):
         xs, ys = _curve(result, name, estimate)
         i = int(np.argmin(ys))
