@@ -13,7 +13,7 @@ import warnings
 from contextlib import contextmanager
 
 
-UNITS = {"equilibration": "sweep", "DMC equilibration": "step", "blocks": "block"}  # what a phase counts
+UNITS = {"equilibration": "sweep", "DMC equilibration": "step", "blocks": "block", "points": "point"}  # what a phase counts
 
 
 def interactive(json_output: bool = False, stream=None) -> bool:

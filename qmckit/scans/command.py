@@ -10,7 +10,6 @@ worker per core), ``--scheduler ADDRESS`` uses a running one, ``--serial`` runs 
 from __future__ import annotations
 
 import json
-import sys
 
 
 def add_parser(commands, parser_class, add_system_parameters, add_method_options, add_verbose) -> None:
@@ -86,9 +85,10 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
     if args.scheduler:
         close = executor.close  # our connection to the user's cluster, not the cluster
     options = dict(seed=args.seed or 0, client=executor if executor is not None else "serial", store=args.store)
-    show = sys.stderr.isatty() and not args.json
-    progress = (lambda done, total, row: print(f"\rqmckit: {done}/{total} points", end="", file=sys.stderr,
-                                                flush=True)) if show else None
+    from ..terminal import Progress, interactive
+
+    bar = Progress(interactive(args.json))
+    progress = (lambda done, total, row: bar(done, total, "points")) if bar.enabled else None
     try:
         result = scan(args.system, axes, fixed, progress=progress, **options)
         minimum = None
@@ -100,8 +100,7 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
         return fail(flag_for(str(err).splitlines()[0], system_class))
     finally:
         close()
-        if show:
-            print(file=sys.stderr)
+        bar.close()
     if args.json:
         print(json.dumps(result.json() | ({"minimum": minimum} if minimum else {})))
         return 0
