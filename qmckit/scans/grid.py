@@ -39,10 +39,10 @@ def parse_axis(text: str) -> tuple[str, list]:
         try:
             start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
         except (ValueError, IndexError):
-            raise ValueError(f"--param {name}: START:STOP:COUNT needs two numbers and an integer count ≥ 2, "
+            raise ValueError(f"--param {name}: START:STOP:COUNT needs numbers START and STOP and an integer COUNT ≥ 2, "
                              f"got {spec!r}") from None
         if len(parts) != 3 or count < 2 or not (math.isfinite(start) and math.isfinite(stop)):
-            raise ValueError(f"--param {name}: START:STOP:COUNT needs two numbers and an integer count ≥ 2, "
+            raise ValueError(f"--param {name}: START:STOP:COUNT needs numbers START and STOP and an integer COUNT ≥ 2, "
                              f"got {spec!r}")
         values = np.round(np.linspace(start, stop, count), 12)
         if all("." not in p and "e" not in p.lower() for p in parts[:2]) and np.all(values == np.round(values)):

@@ -1,18 +1,19 @@
 """The notebooks' panels in a real browser: JupyterLab 4 in headless Chromium, driven by Playwright.
 
 For each panel type (the tour's BosonPanel, bec's DMCPanel, atoms' AtomPanel and MoleculePanel,
-lattice_rvb's LatticePanel, tio2_orbitals' OrbitalsPanel) a notebook is built in the server's folder from
-the real one: its title, its set-up cell, the markdown cell before the panel and the cell that constructs
-the panel, cut after its ``display(...)`` (the ``run_sync()`` and asserts that follow are what the browser
-does here by hand), then a cell that tags the panel's widgets with CSS classes (``bt-panel`` on the whole
-panel, ``bt-<attribute>`` on each widget attribute: ``bt-run_button``, ``bt-progress``, ``bt-status``,
-``bt-plot``, ``bt-walkers``, …). The notebook is opened in JupyterLab, its cells run, and then, per panel,
-as a student would:
+lattice_rvb's LatticePanel, tio2_orbitals' OrbitalsPanel, scans' ScanPanel) a notebook is built in the
+server's folder from the real one: its title, its set-up cell (less the lines a spec leaves out, such as the
+scans notebook's Dask cluster), the markdown cell before the panel and the cell that constructs the panel, cut
+after its ``display(...)`` (the ``run_sync()`` and asserts that follow are what the browser does here by
+hand), then a cell that tags the panel's widgets with CSS classes (``bt-panel`` on the whole panel,
+``bt-<attribute>`` on each widget attribute: ``bt-run_button``, ``bt-progress``, ``bt-status``, ``bt-plot``,
+``bt-walkers``, …, and ``bt-<key>`` on the widgets of a dict attribute, such as ScanPanel's ``boxes``:
+``bt-alpha``). The notebook is opened in JupyterLab, its cells run, and then, per panel, as a student would:
 
 * run it once with the notebook's settings, change controls (walkers, steps, seed), press Run: the old
   figure goes at once, the status says "starting…", the panel is busy (Run disabled, Stop enabled), the
-  progress bar advances, the figure appears and changes while the run goes on; press Stop: the run stops
-  within 2 s and the progress bar stays where it is;
+  progress bar advances (naming its phase, where the spec says which), the figure appears and changes while
+  the run goes on; press Stop: the run stops within 2 s and the progress bar stays where it is;
 * enter a value the panel rejects and press Run: a one-line error in the status line, no figure;
 * press Stop during equilibration: it stops within 2 s, and the progress bar moved during equilibration;
 * the panel fits the notebook: no horizontal overflow, no cut-off label, status line or dropdown.
@@ -47,6 +48,10 @@ class PanelSpec:
     equilibration alone takes several seconds (None: the panel has no equilibration phase); ``bad``: a
     control and a value the panel must reject, with words its one-line error names. A panel that draws its
     figure only when a run ends (``live_plot=False``) shows the plot change with a short ``plot_run``.
+    ``first_run``: values put over the notebook's own for the run that gives the panel its first figure (e.g.
+    ScanPanel's ``workers=0``: no Dask cluster started for it); ``setup_drop``: regexes of whole lines of the
+    notebook's set-up cell to leave out (each must match a line); ``progress_phase``: the description the
+    progress bar shows while the long run goes (empty: not checked).
     """
 
     id: str
@@ -60,6 +65,9 @@ class PanelSpec:
     plot_run: dict | None = None
     extra_statements: tuple = ()  # regexes of one-line statements of other cells the panel cell needs
     requires: tuple = ()  # importable modules the panel needs to run (else: skip; an error under CI)
+    first_run: dict | None = None  # values over the notebook's own for the run that draws the first figure
+    setup_drop: tuple = ()  # regexes of set-up cell lines the test notebook leaves out
+    progress_phase: str = ""  # the progress bar's description while the long run goes ("": not checked)
 
 
 PANELS = [
@@ -88,6 +96,17 @@ PANELS = [
               bad=("sweeps", "10", ("sweeps",)),
               no_equilibration_test="OrbitalsPanel equilibrates a fixed 500 sweeps (well under a second): "
                                     "too short to press Stop in"),
+    # workers=0: the points run one by one in the kernel (~0.3 s each at the notebook's 100 walkers × 1000 steps),
+    # so Stop is seen between points and no Dask cluster is started; the set-up cell's cluster is left out
+    PanelSpec("scans-ScanPanel", "scans.ipynb", "ScanPanel",
+              long_run={"alpha": "0.40:0.60:40", "workers": 0, "seed": 5},
+              first_run={"workers": 0},
+              bad=("alpha", "0.4:x:5", ("alpha",)),
+              setup_drop=(r"client, close_cluster = start_executor\(.*", r"print\(.*dashboard_link.*"),
+              progress_phase="points",
+              no_equilibration_test="ScanPanel has no equilibration phase of its own: its progress counts "
+                                    "points, each point equilibrates inside its own run (well under a "
+                                    "second here), and Stop is seen between points"),
 ]
 
 TAG_CODE = """
@@ -98,9 +117,14 @@ import ipywidgets as _bt_widgets
 def _bt_tag(panel):
     root = getattr(panel, "widget", panel)
     root.add_class("bt-panel")
-    for name, value in vars(panel).items():
+    attributes = vars(panel)
+    for name, value in attributes.items():
         if isinstance(value, _bt_widgets.DOMWidget) and value is not root:
             value.add_class(f"bt-{name}")
+        elif isinstance(value, dict):  # a dict of widgets (ScanPanel's boxes): bt-<key>, unless an attribute has it
+            for key, widget in value.items():
+                if isinstance(widget, _bt_widgets.DOMWidget) and key not in attributes:
+                    widget.add_class(f"bt-{key}")
 
 
 _bt_tag(PANEL)
@@ -137,6 +161,10 @@ window.__bt = {
     return this.el('progress') || (r ? r.querySelector('.widget-hprogress, .widget-vprogress') : null);
   },
   progress() { const p = this.progressEl(); return p ? this.barValue(p) : null; },
+  phase() {  // the progress bar's description
+    const p = this.progressEl(), label = p ? p.querySelector('.widget-label') : null;
+    return label ? label.textContent.trim() : null;
+  },
   allProgress() {
     const r = this.root();
     return r ? [...r.querySelectorAll('.widget-hprogress, .widget-vprogress')].map(p => this.barValue(p)) : [];
@@ -150,7 +178,8 @@ window.__bt = {
   busy() { const run = this.run(), stop = this.stop(); return !!(run && run.disabled && stop && !stop.disabled); },
   idle() { const run = this.run(), stop = this.stop(); return !!(run && !run.disabled && (!stop || stop.disabled)); },
   stopped() { return this.idle() && /stopped|paused/i.test(this.status() || ''); },
-  state() { return {status: this.status(), progress: this.progress(), all_progress: this.allProgress(),
+  state() { return {status: this.status(), progress: this.progress(), phase: this.phase(),
+                    all_progress: this.allProgress(),
                     plot: this.plot(), busy: this.busy(), idle: this.idle()}; },
   record() {  // every text the status line shows, and every state, from now on
     const texts = [], states = [];
@@ -269,7 +298,16 @@ def build_notebook(spec: PanelSpec, folder: Path) -> Path:
     if cells[0]["cell_type"] == "markdown":
         new.append(copy.deepcopy(cells[0]))
     if code[0] != index:
-        new.append(copy.deepcopy(cells[code[0]]))  # the set-up cell: imports, SIZES, …
+        setup = copy.deepcopy(cells[code[0]])  # the set-up cell: imports, SIZES, …
+        if spec.setup_drop:
+            lines = _source(setup).splitlines()
+            for pattern in spec.setup_drop:
+                regex = re.compile(rf"\s*{pattern}")
+                assert any(regex.fullmatch(line) for line in lines), (
+                    f"the set-up cell of notebooks/{spec.notebook} has no line matching {pattern!r} to leave out")
+                lines = [line for line in lines if not regex.fullmatch(line)]
+            setup["source"] = "\n".join(lines)
+        new.append(setup)
     statements = []
     for pattern in spec.extra_statements:
         regex = re.compile(rf"^{pattern}$", re.M)
@@ -384,7 +422,7 @@ class PanelPage:
         """A figure in the plot area: if there is none, a short run with the notebook's settings."""
         if self.plot()["n"]:
             return
-        self.set_many({k: v for k, v in self.initial.items()})
+        self.set_many(self.initial | (self.spec.first_run or {}))
         self.run_to_completion()
 
     def shot(self, name: str, whole_page: bool = False) -> Path:
@@ -414,7 +452,7 @@ class PanelPage:
 
 
 def _controls_of(spec: PanelSpec) -> set:
-    names = set(spec.long_run) | {spec.bad[0]}
+    names = set(spec.long_run) | {spec.bad[0]} | set(spec.first_run or {})
     if spec.equilibration_run:
         names |= set(spec.equilibration_run)
     return names
@@ -496,6 +534,10 @@ def test_run_progress_plot_and_stop(panel: PanelPage):
     first = panel.wait("the progress bar moving off 0 (and off the last run's 100 %)",
                        "() => { const v = __bt.progress(); return v > 0 && v < 1 ? v : false; }", timeout=120)
     panel.wait("the progress bar advancing", "v => __bt.progress() > v", first, timeout=30)
+    if spec.progress_phase and not panel.check("p => __bt.busy() && __bt.phase() === p", spec.progress_phase,
+                                               timeout=5):
+        problems.append(f"the progress bar did not name its phase {spec.progress_phase!r} while the run went on "
+                        f"(it showed {panel.js('() => __bt.phase()')!r})")
     if spec.live_plot:
         h1 = panel.wait("a figure of the new run", """old => { const p = __bt.plot();
             return p.n > 0 && !p.hashes.some(h => old.includes(h)) ? p.hashes[0] : false; }""", old, timeout=30)
