@@ -181,7 +181,7 @@ def start_executor(client=None, workers=None, n_points=None, gpus=None):
             raise ValueError(f"client must be 'serial', None or an executor with submit(), got {client!r}")
         return client, lambda: None
     try:
-        from distributed import Client, LocalCluster
+        from distributed import LocalCluster
     except ImportError:
         return None, lambda: None  # without Dask: in process, the same rows
     cores = os.cpu_count() or 1
@@ -189,23 +189,31 @@ def start_executor(client=None, workers=None, n_points=None, gpus=None):
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address="127.0.0.1:0",
                            env={"NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"})
+    return _connect(cluster)
+
+
+def _connect(cluster):
+    """(a Client of ``cluster``, close()): close() shuts both down; a client that fails to connect closes the
+    cluster it would have used."""
+    from distributed import Client
+
     try:
-        dask_client = Client(cluster)
+        client = Client(cluster)
     except BaseException:
         cluster.close()
         raise
 
     def close():
-        dask_client.close()
+        client.close()
         cluster.close()
-    return dask_client, close
+    return client, close
 
 
 def _gpu_cluster(gpus: int):
     """A Dask cluster of one process worker per GPU, each pinned to its card by CUDA_VISIBLE_DEVICES (spawned, so
     no worker inherits this process's CUDA state); scheduler and dashboard on 127.0.0.1."""
     try:
-        from distributed import Client, Nanny, Scheduler, SpecCluster
+        from distributed import Nanny, Scheduler, SpecCluster
     except ImportError:
         raise ValueError("--gpus needs Dask: pip install 'qmckit[dask]'") from None
     from numba import cuda
@@ -225,16 +233,7 @@ def _gpu_cluster(gpus: int):
         for k in range(n)}
     cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
         "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}})
-    try:
-        client = Client(cluster)
-    except BaseException:
-        cluster.close()
-        raise
-
-    def close():
-        client.close()
-        cluster.close()
-    return client, close
+    return _connect(cluster)
 
 
 def refine_minimum(system: str, result: ScanResult, name: str, estimate: str, rounds: int = 6, **scan_options) -> tuple:

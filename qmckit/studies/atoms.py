@@ -96,9 +96,9 @@ def nuclear_cusp_coefficient(element: str, r: float = 1e-5, seed: int = 0, param
 
 def pull(value: float, error: float, ref: tuple[float, float]) -> float:
     """(value − reference) in units of the combined standard error √(σ² + σ_ref²)."""
-    ref_value, ref_error = ref
-    combined = math.hypot(error, ref_error)
-    return (value - ref_value) / combined if combined > 0 else float("nan")
+    from .reports import pull as combined_pull
+
+    return combined_pull(value, error, *ref)
 
 
 def weighted_mean(values, errors) -> tuple[float, float, float, int]:

@@ -12,7 +12,6 @@ results; minutes to tens of minutes on a CPU).
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass
 
@@ -100,9 +99,9 @@ def reproduce_table72(precision: str = "fast", sets=("B1", "B2", "B3"), seed: in
 
 
 def _pull(value, error, ref):
-    ref_value, ref_error = ref
-    combined = math.hypot(error, ref_error)
-    return (value - ref_value) / combined if combined > 0 else float("nan")
+    from .reports import pull
+
+    return pull(value, error, *ref)
 
 
 def comparison_rows(result: dict) -> list[dict]:
