@@ -39,11 +39,45 @@ def _child() -> dict:
     assert branched > 0, "the test must exercise branching"
     # the tracking kernel's diffusion sums give the CPU's τ_eff
     assert abs(gpu.tau_eff - cpu.tau_eff) < 1e-12 * cpu.tau_eff and cpu.tau_eff < cpu.dt
-    return {"branched": int(branched)}
+    return {"branched": int(branched), "moved": _moved_walkers_round_trip()}
+
+
+def _moved_walkers_round_trip() -> list:
+    """A split DMC run's rebalancing (take_last, then append elsewhere) on the device layouts of the boson and the
+    atom sweepers: the walkers that leave are the last ones, those that stay are untouched, and appending them back
+    restores the ensemble, positions and streams."""
+    import numpy as np
+    from qmckit.samplers.cuda import CudaSampler
+    from qmckit.systems.atom import Atom
+    from qmckit.systems.bec import TrappedBosons
+    from qmckit.walkers import Walkers
+
+    checked = []
+    for system, options in ((TrappedBosons(n=4, lam=1.0, a=0.2, alpha=0.5), {"layout": "block"}),
+                            (TrappedBosons(n=3, lam=1.0, a=0.2, alpha=0.5), {"layout": "thread"}),
+                            (Atom(element="He"), {})):
+        start = system.initial_positions(5, np.random.default_rng(1))
+        sampler = CudaSampler(system, Walkers.from_positions(start, 2, 0), sampler="drift", dt=0.05, **options)
+        sampler.sweep(1)
+        sampler.sync()
+        before = sampler.walkers.copy()
+        tail = sampler.take_last(2)
+        sampler.sync()
+        assert np.array_equal(tail.positions, before.positions[3:]), system
+        assert np.array_equal(tail.rng_states, before.rng_states[3:])
+        assert np.array_equal(sampler.walkers.positions, before.positions[:3])
+        sampler.append(tail)
+        sampler.sync()
+        assert np.array_equal(sampler.walkers.positions, before.positions)
+        assert np.array_equal(sampler.walkers.rng_states, before.rng_states)
+        checked.append(type(system).__name__)
+    return checked
 
 
 def test_gpu_dmc_twin_under_simulator():
-    assert simulator_results(__file__, MARKER, timeout=300)["branched"] > 0
+    results = simulator_results(__file__, MARKER, timeout=300)
+    assert results["branched"] > 0
+    assert results["moved"] == ["TrappedBosons", "TrappedBosons", "Atom"]
 
 
 if __name__ == "__main__":  # the simulator child

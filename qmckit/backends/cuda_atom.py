@@ -367,6 +367,8 @@ class CudaAtomSweeper:
     the system has ``en_cusp``) or compiled out (False); :meth:`registers` gives its register counts.
     """
 
+    DEVICE_AXES = (1, 2, 0)  # the device positions are the host's (W, N, d) transposed so: (N, d, W)
+
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
                  drift_cap: bool = True, layout: str = "auto", dtype=np.float64, threads_per_block=None,
                  nuclear_moves: bool = False):

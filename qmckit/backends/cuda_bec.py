@@ -635,6 +635,8 @@ class CudaBosonSweeper:
         walker, a power of two ≤ 512 (default :func:`default_block_threads`)
     """
 
+    DEVICE_AXES = (2, 1, 0)  # the device positions are the host's (W, N, 3) transposed so: (3, N, W)
+
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
                  drift_cap: bool = True, layout: str = "auto", dtype=np.float64, threads_per_block=None):
         if sampler not in SAMPLERS:

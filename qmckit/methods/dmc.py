@@ -192,7 +192,9 @@ class DMC:
         total, weight = self.best_sums
         return total / weight if weight > 0 else self.reference_energy
 
-    def step(self) -> StepRecord:
+    def step(self, feedback: bool = True) -> StepRecord:
+        """One DMC step. ``feedback=False`` keeps E_ref and E_T as they are (a part of a run split over workers,
+        whose E_T is set globally once per block: :mod:`qmckit.scans.split`)."""
         e_old = self.energies
         new, acceptance = self.driver.sweep(1)
         e_new = new[0]
@@ -248,9 +250,9 @@ class DMC:
         else:
             self.energies = e_new
 
-        # feedback for the next step
         population = self.walkers.n_walkers
-        self.reference_energy += min(1.0, self.dt / self.reference_time) * (mixed - self.reference_energy)
-        self.trial_energy = self.reference_energy - math.log(population / self.target_walkers) / self.feedback_time
+        if feedback:  # for the next step
+            self.reference_energy += min(1.0, self.dt / self.reference_time) * (mixed - self.reference_energy)
+            self.trial_energy = self.reference_energy - math.log(population / self.target_walkers) / self.feedback_time
         return StepRecord(mixed_energy=mixed, weight=weight, population=population, trial_energy=e_trial,
                           killed=killed, copied=copied, removed=removed, acceptance=acceptance)

@@ -16,6 +16,7 @@ from ..backends.cpu_kernels import (BRUTE, DRIFT, SAMPLERS, VARIANT_ALL_PARTICLE
                                     variant_flags)
 from ..rng import fork_from
 from ..systems.protocol import Unsupported, require
+from ..walkers import Walkers
 
 
 class CpuSampler:
@@ -113,6 +114,17 @@ class CpuSampler:
     def observables(self) -> np.ndarray:
         """(W, 1 + K) E_L and the system's ``capabilities.observables`` for every walker now."""
         return self.system.measure(self.walkers.positions)
+
+    def take_last(self, n: int):
+        """Remove the last ``n`` walkers and return them (caches and streams included)."""
+        W = self.walkers.n_walkers
+        tail = self.walkers.take(np.arange(W - n, W))
+        self.walkers = self.walkers.take(np.arange(W - n))
+        return tail
+
+    def append(self, walkers) -> None:
+        """Add ``walkers`` (another ensemble's of the same system, e.g. from :meth:`take_last`) after these."""
+        self.walkers = Walkers.merge([self.walkers, walkers])
 
     def branch(self, index, children, source_states) -> None:
         """DMC branching: keep ``walkers[index]``; the rows ``children`` (copies) get streams

@@ -12,9 +12,11 @@ import importlib
 
 import numpy as np
 
+from ..backends import cuda_import
 from ..backends.cpu_kernels import kernels_for, variant_flags
 from ..rng import fork_from
 from ..systems.protocol import require
+from ..walkers import Walkers
 from .cpu import equilibrate, equilibration_pieces, nuclei_for_moves
 
 
@@ -112,6 +114,38 @@ class CudaSampler:
             fork_from(source_states, states, children)
         self._sweeper.branch(index, states)
 
+    def take_last(self, n: int):
+        """Remove the last ``n`` walkers and return them (:class:`~qmckit.walkers.Walkers`, no caches). On a sweeper
+        that declares ``DEVICE_AXES`` only those walkers cross to the host; the others stay on the device."""
+        s, W = self._sweeper, self.walkers.n_walkers
+        axes = getattr(s, "DEVICE_AXES", None)
+        if axes is None:
+            self.sync()
+            tail = self.walkers.take(np.arange(W - n, W))
+            self.walkers = self.walkers.take(np.arange(W - n))
+            return tail
+        c = cuda_import.bind({})
+        tail = c.device_array(s._pos.shape[:-1] + (n,), dtype=s._pos.dtype)
+        tail[_all_but_last(s._pos)] = s._pos[_all_but_last(s._pos, W - n)]  # the walker axis is the device's last
+        states = s.rng_states()
+        s.branch(np.arange(W - n), states[:W - n])
+        positions = tail.copy_to_host().transpose(np.argsort(axes)).astype(np.float64)
+        return Walkers(np.ascontiguousarray(positions), np.zeros((n, 0)), np.ones(n), states[W - n:].copy())
+
+    def append(self, walkers) -> None:
+        """Add ``walkers`` (another ensemble's, e.g. from :meth:`take_last`) after these; on a sweeper that declares
+        ``DEVICE_AXES`` only the new walkers are uploaded."""
+        s, W = self._sweeper, self.walkers.n_walkers
+        if getattr(s, "DEVICE_AXES", None) is None:
+            self.sync()
+            self.walkers = Walkers.merge([self.walkers, walkers])
+            return
+        # grow on the device (the new columns copies of walker 0, with the newcomers' streams), then overwrite them
+        s.branch(np.concatenate([np.arange(W), np.zeros(walkers.n_walkers, dtype=np.int64)]),
+                 np.concatenate([s.rng_states(), walkers.rng_states]))
+        s._pos[_all_but_last(s._pos, W)] = np.ascontiguousarray(walkers.positions.transpose(s.DEVICE_AXES),
+                                                                 dtype=s._pos.dtype)
+
     def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
         return equilibrate(self, n_sweeps, chunk)
 
@@ -139,3 +173,8 @@ class CudaSampler:
         out = np.empty(w.n_walkers)
         kernels.local_energies(w.positions, caches, self.system.kernel_params, out)
         return out
+
+
+def _all_but_last(array, start: int = 0) -> tuple:
+    """The index ``[:, …, :, start:]`` of ``array`` (numba's device arrays take no Ellipsis)."""
+    return (slice(None),) * (array.ndim - 1) + (slice(start, None),)

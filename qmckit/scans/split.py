@@ -1,17 +1,38 @@
-"""One big VMC run split over workers (PyQMC's ``vmc_parallel`` pattern): the walkers are partitioned, every worker
-runs its part with a seed derived from (seed, parts, part), and the per-sweep walker averages are merged with the
-walker counts as weights, so the merged series is the one a single run of all the walkers would record (in
-distribution: the random streams differ). Reproducible from (seed, parts), whatever executor runs the parts.
+"""One big run split over workers (PyQMC's ``vmc_parallel`` pattern): the walkers are partitioned and every part
+runs with a seed derived from (seed, parts, part), so a split run is reproducible from (seed, parts) whatever executor
+runs the parts; its merged statistics are those of one process with all the walkers (in distribution: the random
+streams differ).
 
-DMC is not split yet (its trial energy must be updated globally once per block): a DMC config is refused.
+**VMC** (:func:`split_run` of a VMC config): every part is a whole run on a worker; the per-sweep walker averages are
+merged with the walker counts as weights.
+
+**DMC**: every part (:class:`DMCPart`) is a DMC run of its share of the walkers and of the target population that
+stays on one worker for the whole run (a Dask actor; an object in this process for ``client="serial"``), so its
+walkers travel only to rebalance. It equilibrates on its own (VMC sweeps, then the unrecorded DMC equilibration steps
+on their short leash) and then runs the blocks, branching its own walkers with one E_T for the whole block. Between
+blocks the driver merges the parts' steps (mixed estimator Σ_parts Σ q E_L' / Σ_parts Σ q; populations, kills, copies
+and removals summed; acceptance weighted by population) and updates the global quantities once:
+
+* E_ref follows the merged steps as in one process (a moving average with time constant τ_block);
+* E_best (the centre of the energy cut) and the sums of τ_eff add up the parts' increments;
+* E_T = E_ref − ln(W / W_target) / τ_block, with W the total population and τ_block = max(τ_fb, block × Δτ).
+
+The gain is per block because E_T holds for a whole block: a feedback time shorter than the block it acts over
+would overshoot, and the population would oscillate. Then the populations are rebalanced: when a part is more than
+:data:`REBALANCE_FRACTION` of its share (and more than one walker) away from it, the parts above their shares give
+their last walkers (positions, caches, random streams and energies) to the parts below, through the driver.
 """
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import asdict
 
 import numpy as np
 
 from .grid import SEED_BOUND
+
+REBALANCE_FRACTION = 0.05  # a part this far from its share of the population (relative) triggers a rebalance
 
 
 def part_seed(seed: int, parts: int, part: int) -> int:
@@ -28,7 +49,7 @@ def partition(walkers: int, parts: int) -> list[int]:
 
 
 def run_part(config: dict, walkers: int, seed: int) -> dict:
-    """One part on a worker: its per-sweep energy series (the reported unit), its walker count and acceptance."""
+    """One VMC part on a worker: its per-sweep energy series (the reported unit), its walker count and acceptance."""
     from ..runs import RunConfig, make_run
 
     run = make_run(RunConfig(**(config | {"walkers": walkers, "seed": seed})))
@@ -37,14 +58,74 @@ def run_part(config: dict, walkers: int, seed: int) -> dict:
             "energy_key": run.system.energy_key, "seed": seed}
 
 
-def split_run(config, parts: int, client="serial") -> dict:
-    """Run ``config`` (a VMC :class:`~qmckit.runs.RunConfig`) as ``parts`` parts on ``client`` (``"serial"`` or an
-    executor with ``submit``) and merge them. Returns ``{"estimates": {energy_key: Estimate dict}, "series",
-    "walkers", "parts", "seeds", "acceptance"}``."""
+class DMCPart:
+    """One part of a split DMC run: a :class:`~qmckit.runs.DMCRun` of ``walkers`` walkers (target ``target``) with
+    seed ``seed``, driven block by block with the E_T the driver sets (see the module docstring)."""
+
+    def __init__(self, config: dict, walkers: int, target: int, seed: int):
+        from ..runs import RunConfig, make_run
+
+        self.run = make_run(RunConfig(**(config | {"walkers": walkers, "target_walkers": target, "seed": seed})))
+
+    def equilibrate(self) -> dict:
+        """VMC equilibration and the DMC equilibration steps; returns what the driver merges."""
+        for _ in self.run._equilibration_pieces():
+            pass
+        dmc = self.run.dmc
+        return {"population": dmc.walkers.n_walkers, "reference_energy": dmc.reference_energy,
+                "start_sigma": dmc.start_sigma, "best_sums": list(dmc.best_sums),
+                "diffusion_sums": list(dmc.diffusion_sums), "energy_key": self.run.system.energy_key,
+                "energy_scale": self.run.system.energy_scale()}
+
+    def block(self, steps: int, trial_energy: float, best_sums, diffusion_sums, start_sigma: float) -> dict:
+        """``steps`` DMC steps branching with ``trial_energy``, starting from the global E_best and τ_eff sums and the
+        global σ₀ of the energy cut; returns the steps' series and this part's increments of those sums."""
+        from ..runs import DMCRun
+
+        dmc = self.run.dmc
+        dmc.trial_energy, dmc.start_sigma = float(trial_energy), float(start_sigma)
+        dmc.best_sums, dmc.diffusion_sums = [float(x) for x in best_sums], [float(x) for x in diffusion_sums]
+        self.run.vmc.recompute()  # discard the round-off of incremental cache updates, as a run's block does
+        records = [dmc.step(feedback=False) for _ in range(steps)]
+        return {"series": {name: [getattr(r, name) for r in records] for name in DMCRun.SERIES},
+                "best_sums": [a - b for a, b in zip(dmc.best_sums, best_sums)],
+                "diffusion_sums": [a - b for a, b in zip(dmc.diffusion_sums, diffusion_sums)],
+                "cap_warnings": dmc.cap_warnings}
+
+    def give(self, n: int) -> dict:
+        """Remove this part's last ``n`` walkers and return them with their energies."""
+        dmc = self.run.dmc
+        keep = dmc.walkers.n_walkers - n
+        out = {"walkers": dmc.driver.take_last(n), "energies": dmc.energies[keep:].copy()}
+        dmc.energies = dmc.energies[:keep].copy()
+        return out
+
+    def receive(self, given: dict) -> int:
+        """Append walkers that another part gave (:meth:`give`); returns the population."""
+        dmc = self.run.dmc
+        dmc.driver.append(given["walkers"])
+        dmc.energies = np.concatenate([dmc.energies, given["energies"]])
+        return dmc.walkers.n_walkers
+
+
+def split_run(config, parts: int, client="serial", progress=None) -> dict:
+    """Run ``config`` (a VMC or DMC :class:`~qmckit.runs.RunConfig`) as ``parts`` parts on ``client`` and merge them.
+
+    ``client``: ``"serial"`` (in this process), or a ``dask.distributed.Client`` (parts spread over its workers in
+    address order); a VMC run also takes any executor with ``submit``. ``progress(done, total)`` is called after every
+    DMC block. Returns ``{"estimates": {name: Estimate dict}, "series" (the merged energy per step or sweep, in the
+    reported unit), "walkers" (the parts' counts), "parts", "seeds", "acceptance"}``; a DMC run adds ``weights``,
+    ``population``, ``trial_energy`` (series), ``tau_eff``, ``equilibration_s`` and ``blocks_s`` (wall times),
+    ``rebalanced`` (walkers moved between parts),
+    ``rebalance_s`` (wall time spent moving them), ``load_imbalance`` (the mean over steps of the largest part's
+    population over the parts' mean, minus one: the fraction of a step the other parts wait) and
+    ``population_cap_hits``."""
+    if parts < 1 or int(parts) != parts:
+        raise ValueError(f"parts must be a positive integer, got {parts!r}")
+    if config.method == "dmc":
+        return _split_dmc(config, int(parts), client, progress)
     from ..stats import estimate
 
-    if config.method != "vmc":
-        raise ValueError(f"method: only VMC runs can be split over workers yet, got {config.method!r}")
     counts = partition(config.walkers, parts)
     seeds = [part_seed(config.seed, parts, k) for k in range(parts)]
     base = asdict(config)
@@ -55,9 +136,141 @@ def split_run(config, parts: int, client="serial") -> dict:
         results = [f.result() for f in futures]
     weights = np.array(counts, dtype=float)
     series = np.tensordot(weights / weights.sum(), np.array([r["series"] for r in results]), axes=1)
-    if not np.all(np.isfinite(series)):  # as a one-process run: no estimate rather than a silent NaN
-        raise FloatingPointError("a part's local energy was not finite: ψ_T fails somewhere it samples")
+    _check_finite(series)
     key = results[0]["energy_key"]
     acceptance = float(np.dot(weights, [r["acceptance"] for r in results]) / weights.sum())
     return {"estimates": {key: estimate(series).to_dict()}, "series": series, "walkers": counts, "parts": parts,
             "seeds": seeds, "acceptance": acceptance}
+
+
+def _check_finite(series) -> None:
+    if not np.all(np.isfinite(series)):  # as a one-process run: no estimate rather than a silent NaN
+        raise FloatingPointError("a part's local energy was not finite: ψ_T fails somewhere it samples")
+
+
+class _Parts:
+    """The parts of a DMC run and a way to call a method on all of them at once (in this process, or on Dask
+    actors, whose calls run concurrently)."""
+
+    def __init__(self, client, base: dict, counts, targets, seeds):
+        args = list(zip(counts, targets, seeds))
+        if client == "serial":
+            self.handles, self.remote = [DMCPart(base, *a) for a in args], False
+            return
+        if not (type(client).__module__.startswith("distributed") and hasattr(client, "scheduler_info")):
+            raise ValueError("client: a DMC run is split on 'serial' or a dask.distributed Client (its parts keep "
+                             f"their walkers on a worker between blocks), got {client!r}")
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise ValueError("client: the Dask cluster has no workers")
+        futures = [client.submit(DMCPart, base, *a, actor=True, pure=False, workers=[workers[k % len(workers)]],
+                                 allow_other_workers=False) for k, a in enumerate(args)]
+        self.handles, self.remote = [f.result() for f in futures], True
+
+    def call(self, method: str, args, which=None) -> list:
+        """``handle.method(*a)`` for each part (or each part numbered in ``which``) and its ``a`` in ``args``; the
+        results in that order."""
+        handles = self.handles if which is None else [self.handles[k] for k in which]
+        calls = [getattr(h, method)(*a) for h, a in zip(handles, args)]
+        return [c.result() for c in calls] if self.remote else calls
+
+
+def _split_dmc(config, parts: int, client, progress) -> dict:
+    import warnings
+
+    from ..stats import ShortSeriesWarning, estimate
+
+    if config.density is not None:
+        raise ValueError("density: a split DMC run measures no density histogram (run it in one process)")
+    counts = partition(config.walkers, parts)
+    targets = partition(config.target_walkers, parts)
+    seeds = [part_seed(config.seed, parts, k) for k in range(parts)]
+    group = _Parts(client, asdict(config), counts, targets, seeds)
+
+    start = time.perf_counter()
+    states = group.call("equilibrate", [()] * parts)
+    equilibration_s = time.perf_counter() - start
+    population = sum(s["population"] for s in states)
+    tau_block = max(config.feedback_time, config.block * config.dt)
+    reference = sum(s["reference_energy"] * s["population"] for s in states) / population
+    sigma = float(np.dot(counts, [s["start_sigma"] for s in states]) / sum(counts))
+    best = np.sum([s["best_sums"] for s in states], axis=0)
+    diffusion = np.sum([s["diffusion_sums"] for s in states], axis=0)
+    pops = [s["population"] for s in states]
+    merged = {name: [] for name in ("mixed_energy", "weight", "population", "trial_energy", "killed", "copied",
+                                    "removed", "acceptance")}
+    moved, cap_hits, rebalance_s, imbalance = 0, 0, 0.0, []
+    blocks_start = time.perf_counter()
+    sizes = [config.block] * (config.steps // config.block) + ([config.steps % config.block] if config.steps %
+                                                                 config.block else [])
+    for done, size in enumerate(sizes, start=1):
+        trial = reference - math.log(population / config.target_walkers) / tau_block
+        out = group.call("block", [(size, trial, best.tolist(), diffusion.tolist(), sigma)] * parts)
+        series = {name: np.array([o["series"][name] for o in out], dtype=float) for name in merged}  # (parts, size)
+        weight = series["weight"].sum(axis=0)
+        mixed = (series["weight"] * series["mixed_energy"]).sum(axis=0) / weight
+        pop = series["population"].sum(axis=0)
+        for name in ("killed", "copied", "removed"):
+            merged[name].extend(series[name].sum(axis=0))
+        merged["acceptance"].extend((series["population"] * series["acceptance"]).sum(axis=0) / pop)
+        merged["mixed_energy"].extend(mixed)
+        merged["weight"].extend(weight)
+        merged["population"].extend(pop)
+        merged["trial_energy"].extend([trial] * size)
+        for e in mixed:  # E_ref follows the merged steps
+            reference += min(1.0, config.dt / tau_block) * (e - reference)
+        best += np.sum([o["best_sums"] for o in out], axis=0)
+        diffusion += np.sum([o["diffusion_sums"] for o in out], axis=0)
+        cap_hits = sum(o["cap_warnings"] for o in out)
+        # the largest part sets the pace of a step: its excess over the mean is the time the others wait
+        imbalance.extend(series["population"].max(axis=0) / series["population"].mean(axis=0) - 1)
+        pops = [int(p[-1]) for p in series["population"]]
+        population = sum(pops)
+        start = time.perf_counter()
+        moved += _rebalance(group, pops)
+        rebalance_s += time.perf_counter() - start
+        if progress:
+            progress(done, len(sizes))
+
+    blocks_s = time.perf_counter() - blocks_start
+    scale, key = states[0]["energy_scale"], states[0]["energy_key"]
+    energies = np.array(merged["mixed_energy"]) / scale
+    _check_finite(energies)
+    weights = np.array(merged["weight"])
+    estimates = {key: estimate(energies, weights=weights).to_dict()}
+    with warnings.catch_warnings():  # diagnostics of the population control, as a one-process run reports them
+        warnings.simplefilter("ignore", ShortSeriesWarning)
+        estimates["population"] = estimate(np.array(merged["population"], dtype=float)).to_dict()
+        estimates["trial_energy"] = estimate(np.array(merged["trial_energy"]) / scale).to_dict()
+    proposed, accepted = diffusion
+    return {"estimates": estimates, "series": energies, "weights": weights,
+            "population": np.array(merged["population"]), "trial_energy": np.array(merged["trial_energy"]) / scale,
+            "walkers": counts, "parts": parts, "seeds": seeds, "acceptance": float(np.mean(merged["acceptance"])),
+            "tau_eff": config.dt * accepted / proposed if proposed > 0 else config.dt,
+            "equilibration_s": equilibration_s, "blocks_s": blocks_s, "rebalanced": moved, "rebalance_s": rebalance_s, "load_imbalance": float(np.mean(imbalance)),
+            "population_cap_hits": cap_hits}
+
+
+def _rebalance(group: _Parts, pops: list[int]) -> int:
+    """Move walkers from the parts above their shares of the total to those below, when one is more than
+    :data:`REBALANCE_FRACTION` (and one walker) away; updates ``pops`` and returns the walkers moved."""
+    shares = partition(sum(pops), len(pops))
+    if all(abs(p - s) <= max(1.0, REBALANCE_FRACTION * s) for p, s in zip(pops, shares)):
+        return 0
+    from ..walkers import Walkers
+
+    donors = [k for k in range(len(pops)) if pops[k] > shares[k]]
+    given = group.call("give", [(pops[k] - shares[k],) for k in donors], donors)
+    pool = Walkers.merge([g["walkers"] for g in given])
+    energies = np.concatenate([g["energies"] for g in given])
+    start, receivers, payloads = 0, [], []
+    for k in range(len(pops)):
+        need = shares[k] - pops[k]
+        if need > 0:
+            index = np.arange(start, start + need)
+            receivers.append(k)
+            payloads.append(({"walkers": pool.take(index), "energies": energies[index]},))
+            start += need
+    group.call("receive", payloads, receivers)
+    pops[:] = shares
+    return start
