@@ -45,7 +45,7 @@ def atomic_h5(path):
     """Open a new HDF5 file for writing that replaces ``path`` only when the block succeeds."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".h5", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".h5", dir=directory)
     os.close(fd)
     try:
         with h5py.File(tmp, "w") as f:
@@ -63,6 +63,25 @@ def atomic_h5(path):
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
         raise
+
+
+def _temporary_prefix(path) -> str:
+    return f".{os.path.basename(os.fspath(path))}.tmp-"
+
+
+def remove_stale_temporaries(path) -> int:
+    """Delete the temporary files that :func:`atomic_h5` left beside ``path`` when a process writing it was killed
+    (SIGKILL skips the clean-up); returns how many. Call it only where no other process writes ``path``."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix = _temporary_prefix(path)
+    removed = 0
+    for name in os.listdir(directory):
+        if name.startswith(prefix) and name.endswith(".h5"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(directory, name))
+                removed += 1
+    return removed
 
 
 def write_attrs(group, mapping: dict) -> None:

@@ -188,3 +188,28 @@ def test_the_scan_panel_runs_its_grid_and_refuses_a_bad_axis_in_one_line():
     panel.boxes["alpha"].value = "0.4:x:5"
     assert panel.run_sync() is None
     assert panel.status.value.startswith("error: alpha") and panel.plot.outputs == ()
+
+
+def test_a_resumed_scan_deletes_what_a_killed_writer_left_half_written(tmp_path):
+    store = tmp_path / "scan.h5"
+    qmckit.scan("bec", {"alpha": [0.5]}, FREE, seed=1, client="serial", store=store)
+    stale = tmp_path / ".scan.h5.tmp-k1ll3d.h5"  # atomic_h5's temporary, as SIGKILL leaves it
+    stale.write_bytes(b"half a table")
+    other = tmp_path / ".other.h5.tmp-k1ll3d.h5"  # another file's: not this store's to delete
+    other.write_bytes(b"")
+    ScanStore(store)  # a reader deletes nothing (a writer may be using its temporary)
+    assert stale.exists()
+    qmckit.scan("bec", {"alpha": [0.5, 0.55]}, FREE, seed=1, client="serial", store=store)
+    assert not stale.exists() and other.exists() and len(ScanStore(store)) == 2
+
+
+def test_the_rows_carry_their_runs_warnings_and_the_cli_counts_them_in_one_line(capsys):
+    from qmckit.cli import main
+
+    short = FREE | {"steps": 40}  # too short a series for honest error bars: every run warns
+    result = qmckit.scan("bec", {"alpha": [0.5, 0.55]}, short, client="serial")
+    assert len(result.warned()) == 2 and all(result.frame()["warnings"].str.contains("steps"))
+    assert main(["scan", "bec", "--param", "alpha=0.5,0.55", "--n", "10", "--a", "0", "--walkers", "50",
+                 "--steps", "40", "--serial"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: 2 of 2 points warned, e.g. at alpha=0.5:")

@@ -75,7 +75,7 @@ def test_hdf5_round_trip_keeps_random_state(tmp_path):
         assert np.array_equal(getattr(walkers, name), getattr(restored, name))
         assert getattr(walkers, name).dtype == getattr(restored, name).dtype
     assert np.array_equal(draws(walkers.rng_states, 3), draws(restored.rng_states, 3))
-    assert not list(tmp_path.glob(".tmp-*"))  # the atomic write left no temporary behind
+    assert not list(tmp_path.glob(".*.tmp-*"))  # the atomic write left no temporary behind
 
 
 def test_split_and_merge_are_inverse():

@@ -78,6 +78,8 @@ class Run:
     def _start(self, config, checkpoint_path, series_names) -> None:
         self.config = config
         self.checkpoint_path = checkpoint_path
+        if checkpoint_path is not None:
+            ckpt.remove_stale_temporaries(checkpoint_path)  # a killed run's half-written checkpoint, never put in place
         self.series_names = tuple(series_names)
         self.series: dict[str, list[np.ndarray]] = {name: [] for name in self.series_names}
         self.equilibrated = False
@@ -182,7 +184,7 @@ class Run:
             steps, n = int(self.config.steps), max(w.n for w in short)
             tau = TAU_MARGIN * max(est.tau for est in estimates.values())
             suggested = _round_up(reliable_length(n, tau) * steps / n)
-            lines.append(f"{len(short)} error bar{'s' if len(short) > 1 else ''} rest on too short a series "
+            lines.append(f"{len(short)} error bar{'s rest' if len(short) > 1 else ' rests'} on too short a series "
                          f"({steps} measured steps, fewer than {MIN_BLOCKS} independent blocks): run about "
                          f"steps = {suggested} (--steps) for reliable ones")
         acceptance = self.acceptance

@@ -10,6 +10,7 @@ worker per core), ``--scheduler ADDRESS`` uses a running one, ``--serial`` runs 
 from __future__ import annotations
 
 import json
+import sys
 
 
 def add_parser(commands, parser_class, add_system_parameters, add_method_options, add_verbose) -> None:
@@ -101,6 +102,12 @@ def run(args, fail, given_parameters, run_keys, flag_for) -> int:
     finally:
         close()
         bar.close()
+    warned = result.warned()
+    if warned:  # one line, as `qmckit run` counts its warnings; the rows hold the texts
+        first = warned[0]
+        where = ", ".join(f"{k}={_cell(first['point'][k])}" for k in axes)
+        print(f"warning: {len(warned)} of {len(result.rows)} points warned, e.g. at {where}: {first['warnings'][0]} "
+              f"(each row's warnings: --json)", file=sys.stderr)
     if args.json:
         print(json.dumps(result.json() | ({"minimum": minimum} if minimum else {})))
         return 0

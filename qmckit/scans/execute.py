@@ -58,7 +58,8 @@ class ScanResult:
 
     def frame(self):
         """A pandas DataFrame: one row per point; the point's values, ``seed``, ``<estimate>_mean``,
-        ``<estimate>_error``, ``<estimate>_tau``, ``acceptance``, ``wall_s``, ``backend``, ``version``."""
+        ``<estimate>_error``, ``<estimate>_tau``, ``acceptance``, ``wall_s``, ``backend``, ``version`` and
+        ``warnings`` (the run's warnings joined by "; ", empty when it had none)."""
         import pandas as pd
 
         records = []
@@ -67,7 +68,8 @@ class ScanResult:
             for name, est in row["estimates"].items():
                 for part in ("mean", "error", "tau"):
                     record[f"{name}_{part}"] = est[part]
-            records.append(record | {k: row[k] for k in ("acceptance", "wall_s", "backend", "version")})
+            records.append(record | {k: row[k] for k in ("acceptance", "wall_s", "backend", "version")}
+                           | {"warnings": "; ".join(row.get("warnings", []))})
         return pd.DataFrame.from_records(records)
 
     def to_xarray(self, axes, estimate: str):
@@ -77,10 +79,16 @@ class ScanResult:
 
     def json(self) -> dict:
         """``{"system", "rows"}``: each row's point values by name, ``seed``, ``estimates``, ``acceptance``,
-        ``wall_s`` (the ``qmckit scan --json`` contract)."""
+        ``wall_s``, ``backend`` and ``warnings`` (the ``qmckit scan --json`` contract)."""
         return {"system": self.system, "stopped": self.stopped,
-                "rows": [dict(r["point"]) | {k: r[k] for k in ("seed", "estimates", "acceptance", "wall_s", "backend")}
+                "rows": [dict(r["point"]) | {k: r.get(k, []) if k == "warnings" else r[k]
+                                             for k in ("seed", "estimates", "acceptance", "wall_s", "backend",
+                                                       "warnings")}
                          for r in self.rows]}
+
+    def warned(self) -> list:
+        """The rows whose runs warned (short series, low acceptance, a DMC population in trouble, …)."""
+        return [r for r in self.rows if r.get("warnings")]
 
 
 def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed: int = 0, client=None,
@@ -116,6 +124,7 @@ def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed
         table.description = table.description or description
     else:
         table = ScanStore(store, description)
+    table.claim()
     todo = [(key, p, s) for key, (p, s) in tasks.items() if key not in table]
     done = len(tasks) - len(todo)
     stopped = False

@@ -38,6 +38,14 @@ class ScanStore:
         self.description = saved
         self.rows = {row["key"]: row for row in rows}
 
+    def claim(self) -> None:
+        """Make this the store's one writer: delete what a killed writer left half-written beside it (temporary
+        files never renamed into place). A reader never calls this."""
+        if self.path is not None:
+            from ..checkpoint import remove_stale_temporaries
+
+            remove_stale_temporaries(self.path)
+
     def __contains__(self, key: str) -> bool:
         return key in self.rows
 
