@@ -14,12 +14,13 @@ from .methods.vmc import VMC
 from .runs import RunConfig, VMCRun
 from .scans import scan
 from .stats import Estimate, estimate, reblock
-from .systems import (SYSTEMS, BosonParams, Capabilities, System, TrappedBosons, Unsupported, make_system, parameter,
-                      register)
+from .systems.user_check import check
+from .systems import (SYSTEMS, BosonParams, Capabilities, System, TrappedBosons, Unsupported, UserSystem, make_system,
+                      parameter, register)
 from .walkers import Walkers
 
 __version__ = "0.1.0"
 
 __all__ = ["VMC", "RunConfig", "VMCRun", "Estimate", "estimate", "reblock", "SYSTEMS", "System", "Capabilities",
            "Unsupported", "parameter", "register", "BosonParams", "TrappedBosons", "make_system", "Walkers",
-           "scan", "__version__"]
+           "scan", "UserSystem", "check", "__version__"]

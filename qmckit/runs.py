@@ -25,7 +25,7 @@ from .samplers.cpu import nuclei_for_moves
 from .observables import DensityHistogram, density_summary
 from .stats import ShortSeriesWarning, estimate
 from .systems import make_system, system_class
-from .systems.protocol import Unsupported, require
+from .systems.protocol import System, Unsupported, require
 from .walkers import Walkers
 
 BACKENDS = ("auto", "cpu", "cuda")
@@ -56,7 +56,7 @@ class RunConfig:
     the lattice's own ``moves_per_sweep`` and ``refresh_every``).
     """
 
-    system: str = "bec"
+    system: str = "bec"  # a registered name, or a System instance (registered by its class: qmckit.UserSystem)
     params: dict = field(default_factory=dict)
     method: str = "vmc"
     sampler: str = "drift"
@@ -87,6 +87,11 @@ class RunConfig:
     hard_core: str = "reject"
 
     def __post_init__(self):
+        if isinstance(self.system, System):  # an instance (e.g. a qmckit.UserSystem): its class by name from now on
+            from .systems import adopt
+
+            self.params = self.system.params.as_dict() | dict(self.params)
+            self.system = adopt(self.system)
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         variant_flags(self.green, self.accept_uniform, self.hard_core)

@@ -62,6 +62,8 @@ def specialise(driver_module, template_names, driver_globals, system_class, deco
     decorators      template name → decorator source, e.g. ``"@nb.njit(parallel=True, cache=True)"``
     tag             a short identifier used in the file name
     """
+    if getattr(system_class, "user_defined", False):
+        return _in_memory(driver_module, template_names, driver_globals, system_class, decorators, tag)
     kernel_module = sys.modules[system_class.__module__]
     kernels = system_class.kernels
     from .. import rng  # drivers draw random numbers through it
@@ -96,3 +98,29 @@ def specialise(driver_module, template_names, driver_globals, system_class, deco
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _in_memory(driver_module, template_names, driver_globals, system_class, decorators: dict, tag: str):
+    """The drivers for a system whose kernels are closures made at run time (:func:`qmckit.UserSystem`): compiled in
+    this process (numba cannot cache closures on disk), once per system class and tag."""
+    import math
+    import types
+
+    import numba as nb
+    import numpy as np
+
+    made = system_class.__dict__.get("_drivers")
+    if made is None:
+        made = {}
+        system_class._drivers = made
+    if tag in made:
+        return made[tag]
+    namespace = {"math": math, "nb": nb, "np": np, "_system": system_class}
+    namespace.update({name: getattr(driver_module, name) for name in driver_globals})
+    namespace.update(system_class.kernels._asdict())
+    for name in template_names:
+        source = textwrap.dedent(inspect.getsource(getattr(driver_module, name)))
+        exec(compile(decorators[name].replace("cache=True", "cache=False") + "\n" + source,
+                     f"<qmckit {tag} driver for {system_class.__name__}>", "exec"), namespace)
+    made[tag] = types.SimpleNamespace(**{name: namespace[name] for name in template_names})
+    return made[tag]

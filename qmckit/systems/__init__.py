@@ -11,6 +11,7 @@ from .helium import Helium, HeliumParams
 from .lattice_rvb import LatticeParams, LatticeRVB
 from .molecule import Molecule, MoleculeParams
 from .qdot import QuantumDot, QuantumDotParams
+from .user import UserSystem, UserSystemBase
 from .protocol import (Capabilities, Kernels, ParameterInfo, System, Unsupported, parameter, parameters, require,
                        validate)
 
@@ -39,6 +40,20 @@ for _cls in (TrappedBosons, Atom, Molecule, Helium, LatticeRVB, QuantumDot):
     register(_cls)
 
 
+def adopt(system: System) -> str:
+    """Register the class of ``system`` (an instance, e.g. from :func:`qmckit.UserSystem`) unless it is registered
+    already, and return its name. A system defined at run time replaces an earlier one of the same name (a notebook
+    cell run again); a built-in name is refused in one line."""
+    cls = type(system)
+    present = SYSTEMS.get(cls.name)
+    if present is cls:
+        return cls.name
+    if present is not None and not getattr(present, "user_defined", False):
+        raise ValueError(f"system: {cls.name!r} is a built-in system's name; give yours another (name=...)")
+    register(cls)
+    return cls.name
+
+
 def system_class(name: str) -> type[System]:
     """The registered system class called ``name``."""
     try:
@@ -52,7 +67,7 @@ def make_system(name: str, **params) -> System:
     return system_class(name)(**params)
 
 
-__all__ = ["SYSTEMS", "register", "system_class", "make_system", "System", "Capabilities", "Kernels",
+__all__ = ["SYSTEMS", "register", "adopt", "UserSystem", "UserSystemBase", "system_class", "make_system", "System", "Capabilities", "Kernels",
            "ParameterInfo", "Unsupported", "parameter", "parameters", "require", "validate",
            "TrappedBosons", "BosonParams", "Atom", "AtomParams", "Molecule", "MoleculeParams", "Helium",
            "HeliumParams", "LatticeRVB", "LatticeParams", "QuantumDot", "QuantumDotParams"]

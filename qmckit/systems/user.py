@@ -1,0 +1,266 @@
+"""Bring your own ψ: a continuum system from plain Python functions of one configuration.
+
+    >>> import numpy as np, qmckit
+    >>> def log_psi(R, p):                      # R: (N, d) positions, p: the parameters in the order given
+    ...     return -p[0] * np.sum(R * R)
+    >>> def potential(R, p):
+    ...     return 0.5 * np.sum(R * R)
+    >>> oscillator = qmckit.UserSystem(n=2, dim=3, params={"alpha": 0.4}, log_psi=log_psi, potential=potential)
+    >>> qmckit.run(oscillator, walkers=200, steps=2000)          # or RunConfig(system=oscillator, ...)
+
+:func:`UserSystem` compiles the functions with numba (``nb.njit``: write them with NumPy on arrays, as above)
+and builds the kernels of the System protocol (:mod:`qmckit.systems.protocol`) around them, recomputing ln ψ
+of the whole configuration at every move (O(cost of log_psi) per move; a hand-written system updates
+incrementally). Required: ``log_psi(R, p)`` (ln|ψ_T|) and ``potential(R, p)`` (V, or a dict of named terms whose
+sum is V, so that :func:`qmckit.check` can name a term the local energy misses). Optional:
+
+* ``drift(R, p)``: ∇ ln ψ_T of every particle, (N, d). Note: qmckit's drift is ∇ ln ψ, half of the quantum force
+  F = 2∇ψ/ψ of many course notes;
+* ``local_energy(R, p)``: E_L = −(ħ²/2m) ∇²ψ/ψ + V.
+
+What is not given is derived by central finite differences of ln ψ with step :data:`FD_STEP` (the gradient with
+2d evaluations of ln ψ per particle, the local energy with 2Nd + 1): correct to about 1e-8 relative, and slower,
+which :meth:`UserSystemBase.derived` says. :func:`qmckit.check` compares a given drift and local energy with those
+finite differences and explains what differs.
+
+Every driver takes the result like a registered system: ``RunConfig(system=<the instance>, ...)`` registers its
+class under its ``name`` in this process. Energies are reported as ``energy`` (of the whole configuration).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numba as nb
+import numpy as np
+
+from .protocol import Capabilities, Kernels, System, no_other_drift_change, parameter, validate
+
+FD_STEP = 1e-4  # length units: near ε^(1/4), the step that balances truncation and round-off in a second difference
+
+
+class UserSystemBase(System):
+    """The base of the classes :func:`UserSystem` makes (one per call: its kernels are class attributes)."""
+
+    kind = "continuum"
+    energy_key = "energy"
+    user_defined = True  # compiled in memory (qmckit.backends.specialise), not from a module on disk
+    n: int = 1
+    width: float = 1.0
+    given: tuple[str, ...] = ()          # which of "drift", "local_energy" the user gave
+    potential_terms: tuple[str, ...] = ()
+    user_functions: dict = {}            # the compiled user functions (log_psi, drift, local_energy, terms)
+    fd_functions: dict = {}              # gradient and local energy by finite differences (for qmckit.check)
+
+    @property
+    def n_particles(self) -> int:
+        return self.n
+
+    @property
+    def kernel_params(self) -> np.ndarray:
+        return np.array([float(v) for v in self.params.as_dict().values()], dtype=np.float64)
+
+    def cache_size(self) -> int:
+        return 2  # [ln ψ(R), ln ψ of the configuration tested last]
+
+    def density_range(self) -> float:
+        return 5.0 * self.width
+
+    def initial_positions(self, n_walkers: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.normal(scale=self.width, size=(n_walkers, self.n, self.dim))
+
+    @classmethod
+    def derived(cls) -> list[str]:
+        """What qmckit derives by finite differences (slower than an analytic version, and said so)."""
+        return [name for name in ("drift", "local_energy") if name not in cls.given]
+
+
+def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=None, drift=None, bounds=None,
+               name: str = "user", title: str = "", energy_unit: str = "", length_unit: str = "",
+               width: float = 1.0, hbar2_over_m: float = 1.0) -> UserSystemBase:
+    """A system of ``n`` particles in ``dim`` dimensions from plain Python functions (see the module docstring).
+
+    params      {name: default} of the parameters, in the order the functions read them from ``p``
+    bounds      {name: (low, high)} (either may be None): values outside are refused in one line
+    name        the registry name (``RunConfig(system=...)`` registers it; a built-in name is refused)
+    width       the spread of the starting positions (normal, in length units)
+    hbar2_over_m  ħ²/m in the system's units (1: E_L = −½∇²ψ/ψ + V)
+    """
+    if not (isinstance(n, (int, np.integer)) and n >= 1):
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    if dim not in (1, 2, 3):
+        raise ValueError(f"dim must be 1, 2 or 3, got {dim!r}")
+    if not name.isidentifier():
+        raise ValueError(f"name must be a short identifier, got {name!r}")
+    for label, f in (("log_psi", log_psi), ("local_energy", local_energy), ("drift", drift)):
+        if f is not None and not callable(f):
+            raise ValueError(f"{label} must be a function of (R, p), got {f!r}")
+    terms = dict(potential) if isinstance(potential, dict) else {"potential": potential}
+    if not terms or not all(callable(f) for f in terms.values()):
+        raise ValueError("potential must be a function of (R, p) or a dict of named functions")
+    bounds = dict(bounds or {})
+    unknown = set(bounds) - set(params)
+    if unknown:
+        raise ValueError(f"bounds: {', '.join(sorted(unknown))} not among the params ({', '.join(params)})")
+    fields = []
+    for key, default in params.items():
+        low, high = bounds.get(key, (None, None))
+        fields.append((key, float, parameter(float(default), help=f"parameter {key} of {name}", low=low, high=high,
+                                             variational=True)))
+    Params = dataclasses.make_dataclass(f"{name}_params", fields, frozen=True, namespace={
+        "__post_init__": lambda self: validate(self), "as_dict": lambda self: dataclasses.asdict(self)})
+
+    compiled = _compile(log_psi, terms, drift, local_energy, n, dim, float(hbar2_over_m))
+    cls = type(f"UserSystem_{name}", (UserSystemBase,), {
+        "name": name, "title": title or f"a user-defined system of {n} particles in {dim} D",
+        "description": "defined in Python with qmckit.UserSystem", "Params": Params, "dim": dim, "n": int(n),
+        "width": float(width), "energy_unit": energy_unit, "length_unit": length_unit,
+        "capabilities": Capabilities(), "kernels": compiled["kernels"],
+        "given": tuple(k for k, f in (("drift", drift), ("local_energy", local_energy)) if f is not None),
+        "potential_terms": tuple(terms), "user_functions": compiled["user"], "fd_functions": compiled["fd"],
+        "hbar2_over_m": property(lambda self, value=float(hbar2_over_m): value),
+        "__module__": __name__})
+    system = cls()
+    _try_once(system)
+    return system
+
+
+def _try_once(system) -> None:
+    """Call every user function once at a starting configuration: numba compiles it now, and a function numba cannot
+    compile, or one that returns the wrong shape, is refused here in one line rather than inside a sweep."""
+    from numba.core.errors import NumbaError
+
+    R = system.initial_positions(1, np.random.default_rng(0))[0]
+    p = system.kernel_params
+    user = system.user_functions
+    calls = [("log_psi", user["log_psi"], ())] + [(f"potential {key!r}" if len(user["terms"]) > 1 else "potential",
+                                                  f, ()) for key, f in user["terms"].items()]
+    calls += [(name, user[name], (system.n, system.dim) if name == "drift" else ())
+              for name in ("drift", "local_energy") if name in user]
+    for label, f, shape in calls:
+        try:
+            value = np.asarray(f(R, p))
+        except NumbaError as err:
+            reason = next((line.strip() for line in str(err).splitlines() if "Untyped global name" in line
+                           or "Unknown attribute" in line or "No implementation" in line), str(err).splitlines()[0])
+            reason = reason.replace("\x1b[1m", "").replace("\x1b[0m", "")
+            raise ValueError(f"{label}: numba cannot compile it ({reason}); a helper it calls must be decorated "
+                             "with @numba.njit, and it may use NumPy on arrays but no Python objects") from None
+        if value.shape != shape:
+            want = "a number" if not shape else f"an array of shape (N, d) = {shape}"
+            raise ValueError(f"{label}: must return {want}, got shape {value.shape}")
+
+
+def _jit(f):
+    """``f`` compiled with numba (a function the user already decorated is taken as it is)."""
+    from numba.core.dispatcher import Dispatcher
+
+    return f if isinstance(f, Dispatcher) else nb.njit(f)
+
+
+def _sum_of(functions):
+    """One compiled function of (R, p) returning the sum of ``functions`` (each compiled)."""
+    total = functions[0]
+    for f in functions[1:]:
+        total = _added(total, f)
+    return total
+
+
+def _added(a, b):
+    @nb.njit
+    def added(R, p):
+        return a(R, p) + b(R, p)
+    return added
+
+
+def _compile(log_psi, terms: dict, drift, local_energy, n: int, dim: int, hbar2_over_m: float) -> dict:
+    """The user's functions compiled, their finite-difference stand-ins, and the protocol's kernels."""
+    lp = _jit(log_psi)
+    term_functions = {key: _jit(f) for key, f in terms.items()}
+    potential = _sum_of(list(term_functions.values()))
+    h = FD_STEP
+
+    @nb.njit
+    def fd_gradient(R, p, i, out):
+        X = R.copy()
+        for k in range(R.shape[1]):
+            x = R[i, k]
+            X[i, k] = x + h
+            up = lp(X, p)
+            X[i, k] = x - h
+            down = lp(X, p)
+            X[i, k] = x
+            out[k] = (up - down) / (2.0 * h)
+
+    @nb.njit
+    def fd_local_energy(R, p):
+        X = R.copy()
+        centre = lp(X, p)
+        kinetic = 0.0
+        for i in range(R.shape[0]):
+            for k in range(R.shape[1]):
+                x = R[i, k]
+                X[i, k] = x + h
+                up = lp(X, p)
+                X[i, k] = x - h
+                down = lp(X, p)
+                X[i, k] = x
+                g = (up - down) / (2.0 * h)
+                kinetic += (up - 2.0 * centre + down) / (h * h) + g * g
+        return -0.5 * hbar2_over_m * kinetic + potential(R, p)
+
+    user = {"log_psi": lp, "potential": potential, "terms": term_functions}
+    if drift is not None:
+        user_drift = _jit(drift)
+        user["drift"] = user_drift
+
+        @nb.njit
+        def grad(R, p, i, out):
+            out[:] = user_drift(R, p)[i]
+    else:
+        grad = fd_gradient
+    if local_energy is not None:
+        user_local_energy = _jit(local_energy)
+        user["local_energy"] = user_local_energy
+
+        @nb.njit
+        def energy(R, p):
+            return user_local_energy(R, p)
+    else:
+        energy = fd_local_energy
+
+    @nb.njit
+    def recompute(R, p, cache):
+        cache[0] = lp(R, p)
+
+    @nb.njit
+    def gradient(R, p, cache, i, out):
+        grad(R, p, i, out)
+
+    @nb.njit
+    def test_move(R, p, cache, i, r_new, grad_new):
+        X = R.copy()
+        X[i] = r_new
+        new = lp(X, p)
+        cache[1] = new
+        grad(X, p, i, grad_new)
+        return new - cache[0]
+
+    @nb.njit
+    def accept_move(R, p, cache, i, r_new, grad_new):
+        R[i] = r_new
+        cache[0] = cache[1]
+
+    @nb.njit
+    def kernel_local_energy(R, p, cache):
+        return energy(R, p)
+
+    kernels = Kernels(recompute, gradient, test_move, accept_move, kernel_local_energy, lp, no_other_drift_change,
+                      potential)
+    return {"kernels": kernels, "user": user, "fd": {"gradient": fd_gradient, "local_energy": fd_local_energy}}
+
+
+def is_user_system(cls) -> bool:
+    return isinstance(cls, type) and issubclass(cls, UserSystemBase)
+
+
+__all__ = ["UserSystem", "UserSystemBase", "FD_STEP", "is_user_system"]

@@ -1,0 +1,164 @@
+"""Bring your own ψ (issue 28): a system written as plain Python functions runs VMC and DMC through
+qmckit.UserSystem, exact where the physics is, and qmckit.check names the typical slips in a local energy or drift."""
+import math
+import warnings
+
+import numba as nb
+import numpy as np
+import pytest
+
+import qmckit
+from qmckit.runs import RunConfig, make_run
+
+N, D = 2, 3  # two particles in a 3D isotropic harmonic trap, ħ = m = ω = 1: E(α) = N·D·(α/2 + 1/(8α)), exact 3 at ½
+
+
+def log_psi(R, p):
+    return -p[0] * np.sum(R * R)
+
+
+def trap(R, p):
+    return 0.5 * np.sum(R * R)
+
+
+@nb.njit  # a function the user compiled already is taken as it is (the catalogue below calls this one)
+def local_energy(R, p):
+    a = p[0]
+    return R.shape[0] * R.shape[1] * a + (0.5 - 2.0 * a * a) * np.sum(R * R)
+
+
+def drift(R, p):
+    return -2.0 * p[0] * R
+
+
+def closed_form(alpha):
+    return N * D * (alpha / 2 + 1 / (8 * alpha))
+
+
+@pytest.fixture(scope="module")
+def oscillators():
+    """The oscillator twice: with the drift and local energy by finite differences, and with the analytic ones (each
+    class compiles its sweeps once, in this process)."""
+    return {label: qmckit.UserSystem(n=N, dim=D, params={"alpha": 0.5}, log_psi=log_psi, potential=trap,
+                                     name=f"oscillator_{label}", bounds={"alpha": (0, None)}, **given)
+            for label, given in (("fd", {}), ("analytic", {"local_energy": local_energy, "drift": drift}))}
+
+
+@pytest.fixture(params=["fd", "analytic"])
+def oscillator(request, oscillators):
+    return oscillators[request.param]
+
+
+def run(system, **settings):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make_run(RunConfig(system=system, **settings)).run()
+
+
+def test_vmc_is_exact_with_zero_variance_at_the_exact_alpha_and_on_the_closed_form_elsewhere(oscillator):
+    exact = run(oscillator, params={"alpha": 0.5}, walkers=50, steps=200, seed=1)
+    assert exact["system"] == type(oscillator).name and exact["params"] == {"alpha": 0.5}
+    # finite differences of ln ψ are good to about 1e-8 relative: far below any statistical error
+    assert abs(exact["estimates"]["energy"]["mean"] - 3.0) < 1e-7
+    assert exact["estimates"]["energy_variance"]["mean"] < 1e-12
+    away = run(oscillator, params={"alpha": 0.4}, walkers=100, steps=1000, seed=2)["estimates"]["energy"]
+    assert abs(away["mean"] - closed_form(0.4)) < 3 * away["error"]
+
+
+def test_dmc_of_a_user_system_reaches_the_exact_energy_not_the_vmc_one(oscillator):
+    result = run(oscillator, params={"alpha": 0.4}, method="dmc", dt=0.01, walkers=400, steps=3000, seed=3)
+    energy = result["estimates"]["energy"]
+    assert abs(energy["mean"] - 3.0) < 3 * energy["error"] < 0.2 * (closed_form(0.4) - 3.0)
+
+
+def test_finite_differences_and_analytic_kernels_take_the_same_steps(oscillators):
+    """The same walkers and streams through both: the same moves (the drifts agree to ~1e-9)."""
+    a, b = (run(oscillators[k], params={"alpha": 0.45}, walkers=20, steps=50, seed=4)["estimates"]["energy"]["mean"]
+            for k in ("fd", "analytic"))
+    assert abs(a - b) < 1e-6
+
+
+@nb.njit
+def pair(R, p):
+    total = 0.0
+    for i in range(R.shape[0]):
+        for j in range(i + 1, R.shape[0]):
+            total += p[1] / np.sqrt(np.sum((R[i] - R[j]) ** 2))
+    return total
+
+
+@nb.njit
+def right(R, p):
+    return local_energy(R, p) + pair(R, p)
+
+
+@nb.njit
+def forgot_interaction(R, p):
+    return local_energy(R, p)
+
+
+@nb.njit
+def laplacian_sign(R, p):
+    return local_energy(R, p) - 2 * R.shape[0] * R.shape[1] * p[0] + pair(R, p)
+
+
+@nb.njit
+def forgot_gradient_squared(R, p):
+    return local_energy(R, p) + 2 * p[0] ** 2 * np.sum(R * R) + pair(R, p)
+
+
+@nb.njit
+def quantum_force(R, p):
+    return -4.0 * p[0] * R
+
+
+@nb.njit
+def wrong_sign_drift(R, p):
+    return 2.0 * p[0] * R
+
+
+# the typical slips and the words their diagnosis must contain
+CATALOGUE = [
+    (dict(local_energy=forgot_interaction), "misses the 'interaction' term of the potential"),
+    (dict(local_energy=laplacian_sign), "wrong sign of the ∇² ln ψ part of the kinetic energy"),
+    (dict(local_energy=forgot_gradient_squared), "misses the |∇ ln ψ|² part of the kinetic energy"),
+    (dict(drift=quantum_force), "you gave the quantum force F = 2∇ψ/ψ"),
+    (dict(drift=wrong_sign_drift), "the sign is wrong"),
+]
+
+
+def interacting(**given):
+    return qmckit.UserSystem(n=3, dim=3, params={"alpha": 0.4, "g": 0.3}, log_psi=log_psi,
+                             potential={"trap": trap, "interaction": pair}, name="interacting", **given)
+
+
+def test_check_passes_a_right_local_energy_and_drift():
+    report = qmckit.check(interacting(local_energy=right, drift=drift))
+    assert report.ok and "local energy: agrees" in report.text and "drift: agrees" in report.text
+
+
+@pytest.mark.parametrize("given, words", CATALOGUE, ids=[w[:24] for _, w in CATALOGUE])
+def test_check_names_the_slip(given, words):
+    report = qmckit.check(interacting(**given))
+    assert not report.ok and words in report.text, report.text
+    worst = report.worst["drift" if "drift" in given else "local_energy"]
+    assert worst["relative_error"] > 1e-3 and 0 <= worst["configuration"] < 40
+
+
+def test_bad_definitions_are_refused_in_one_line():
+    def helper(R):
+        return np.sum(R * R)
+
+    with pytest.raises(ValueError, match="^log_psi: numba cannot compile it .*helper"):
+        qmckit.UserSystem(n=2, dim=3, params={"a": 0.5}, log_psi=lambda R, p: -p[0] * helper(R), potential=trap)
+    with pytest.raises(ValueError, match=r"^drift: must return an array of shape \(N, d\) = \(2, 3\)"):
+        qmckit.UserSystem(n=2, dim=3, params={"a": 0.5}, log_psi=log_psi, potential=trap,
+                          drift=lambda R, p: R[0])
+    with pytest.raises(ValueError, match="^system: 'bec' is a built-in system's name"):
+        RunConfig(system=qmckit.UserSystem(n=2, dim=3, params={"a": 0.5}, log_psi=log_psi, potential=trap,
+                                           name="bec"))
+    system = qmckit.UserSystem(n=2, dim=3, params={"a": 0.5}, log_psi=log_psi, potential=trap, name="bounded",
+                               bounds={"a": (0, 2)})
+    with pytest.raises(ValueError, match="a must be"):
+        RunConfig(system=system, params={"a": 3.0})
+    assert math.isclose(RunConfig(system=system, params={"a": 1.5}).params["a"], 1.5)
