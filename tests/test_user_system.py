@@ -162,3 +162,16 @@ def test_bad_definitions_are_refused_in_one_line():
     with pytest.raises(ValueError, match="a must be"):
         RunConfig(system=system, params={"a": 3.0})
     assert math.isclose(RunConfig(system=system, params={"a": 1.5}).params["a"], 1.5)
+
+
+def test_a_user_system_scans_in_this_process(oscillators):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = qmckit.scan(oscillators["analytic"], {"alpha": [0.4, 0.5]}, dict(walkers=50, steps=400), seed=3)
+    energy = {r["point"]["alpha"]: r["estimates"]["energy"] for r in result.rows}
+    assert abs(energy[0.5]["mean"] - 3.0) < 1e-12
+    assert abs(energy[0.4]["mean"] - closed_form(0.4)) < 3 * energy[0.4]["error"]
+    with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="^client: a qmckit.UserSystem exists only"):
+        qmckit.scan(oscillators["analytic"], {"alpha": [0.4]}, client=pool)

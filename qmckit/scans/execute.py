@@ -99,10 +99,20 @@ def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed
     ``workers`` and ``store``. ``gpus`` (a count, 0: all) starts one Dask worker per GPU instead, each seeing only
     its own card (``CUDA_VISIBLE_DEVICES``), and runs the points on ``backend="cuda"`` unless they say otherwise.
     ``progress(done, total, row)`` is called as points finish; a set ``stop`` cancels
-    the points not yet started and keeps the finished ones (``result.stopped``)."""
-    from ..systems import system_class
+    the points not yet started and keeps the finished ones (``result.stopped``).
 
-    system_class(system)  # an unknown system: one line naming the registered ones
+    ``system`` may also be a System instance (a :func:`qmckit.UserSystem`): its parameters are the fixed values the
+    grid does not set. A user system's class exists in this process only, so its points run here (``client=None``
+    means serial for it) and another executor is refused."""
+    from ..systems import System, adopt, system_class
+
+    if isinstance(system, System):
+        fixed = system.params.as_dict() | dict(fixed or {})
+        system = adopt(system)
+    if getattr(system_class(system), "user_defined", False) and gpus is None:  # unknown: one line naming the known
+        if client not in (None, "serial"):
+            raise ValueError("client: a qmckit.UserSystem exists only in this process; scan it with client='serial'")
+        client = "serial"
     listed = (cartesian(grid) if grid else []) + [dict(p) for p in (points or [])]
     if not listed:
         raise ValueError("a scan needs a grid or explicit points")
