@@ -164,8 +164,10 @@ def test_bad_definitions_are_refused_in_one_line():
     assert math.isclose(RunConfig(system=system, params={"a": 1.5}).params["a"], 1.5)
 
 
-def test_a_user_system_scans_in_this_process(oscillators):
-    from concurrent.futures import ThreadPoolExecutor
+def test_a_user_system_scans_here_and_on_dask_workers_which_get_it_once(oscillators):
+    from concurrent.futures import ProcessPoolExecutor
+
+    distributed = pytest.importorskip("distributed")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -173,5 +175,13 @@ def test_a_user_system_scans_in_this_process(oscillators):
     energy = {r["point"]["alpha"]: r["estimates"]["energy"] for r in result.rows}
     assert abs(energy[0.5]["mean"] - 3.0) < 1e-12
     assert abs(energy[0.4]["mean"] - closed_form(0.4)) < 3 * energy[0.4]["error"]
-    with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="^client: a qmckit.UserSystem exists only"):
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        parallel = qmckit.scan(oscillators["analytic"], {"alpha": [0.4, 0.5]}, dict(walkers=50, steps=400), seed=3,
+                               client=client)
+        plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
+    assert [r["estimates"] for r in parallel.rows] == [r["estimates"] for r in result.rows]  # bit for bit
+    for names in plugins.values():  # the system went to each worker once, as a plugin, not with every task
+        assert sum(name.startswith("qmckit-system-oscillator_analytic-") for name in names) == 1
+    with ProcessPoolExecutor(1) as pool, pytest.raises(ValueError, match="^client: the qmckit.UserSystem"):
         qmckit.scan(oscillators["analytic"], {"alpha": [0.4]}, client=pool)

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 
 from .grid import canonical, cartesian, point_seed, split_point
+from .share import share
 from .store import ScanStore
 
 GOLDEN = (5 ** 0.5 - 1) / 2  # 0.618…: the golden section
@@ -102,17 +103,15 @@ def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed
     the points not yet started and keeps the finished ones (``result.stopped``).
 
     ``system`` may also be a System instance (a :func:`qmckit.UserSystem`): its parameters are the fixed values the
-    grid does not set. A user system's class exists in this process only, so its points run here (``client=None``
-    means serial for it) and another executor is refused."""
+    grid does not set. A user system runs serially by default (``client=None``), or on a Dask client, whose workers
+    get it once (:mod:`qmckit.scans.share`); another executor is refused."""
     from ..systems import System, adopt, system_class
 
     if isinstance(system, System):
         fixed = system.params.as_dict() | dict(fixed or {})
         system = adopt(system)
-    if getattr(system_class(system), "user_defined", False) and gpus is None:  # unknown: one line naming the known
-        if client not in (None, "serial"):
-            raise ValueError("client: a qmckit.UserSystem exists only in this process; scan it with client='serial'")
-        client = "serial"
+    if getattr(system_class(system), "user_defined", False) and client is None and gpus is None:
+        client = "serial"  # an unknown name: one line naming the known ones
     listed = (cartesian(grid) if grid else []) + [dict(p) for p in (points or [])]
     if not listed:
         raise ValueError("a scan needs a grid or explicit points")
@@ -141,6 +140,7 @@ def scan(system: str, grid=None, fixed: dict | None = None, *, points=None, seed
     if todo:
         executor, close = start_executor(client, workers, len(todo), gpus)
         try:
+            share(executor, system)
             stopped = _drive(executor, system, todo, table, progress, stop, done, len(tasks))
         finally:
             close()

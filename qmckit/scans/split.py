@@ -31,6 +31,7 @@ from dataclasses import asdict
 import numpy as np
 
 from .grid import SEED_BOUND
+from .share import share
 
 REBALANCE_FRACTION = 0.05  # a part this far from its share of the population (relative) triggers a rebalance
 
@@ -129,6 +130,7 @@ def split_run(config, parts: int, client="serial", progress=None) -> dict:
     counts = partition(config.walkers, parts)
     seeds = [part_seed(config.seed, parts, k) for k in range(parts)]
     base = asdict(config)
+    share(client, config.system)
     if client == "serial":
         results = [run_part(base, w, s) for w, s in zip(counts, seeds)]
     else:
@@ -160,6 +162,7 @@ class _Parts:
         if not (type(client).__module__.startswith("distributed") and hasattr(client, "scheduler_info")):
             raise ValueError("client: a DMC run is split on 'serial' or a dask.distributed Client (its parts keep "
                              f"their walkers on a worker between blocks), got {client!r}")
+        share(client, base["system"])
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:
             raise ValueError("client: the Dask cluster has no workers")

@@ -49,6 +49,7 @@ class UserSystemBase(System):
     given: tuple[str, ...] = ()          # which of "drift", "local_energy" the user gave
     potential_terms: tuple[str, ...] = ()
     user_functions: dict = {}            # the compiled user functions (log_psi, drift, local_energy, terms)
+    recipe: dict = {}                    # the arguments of UserSystem that made it (to make it again elsewhere)
     fd_functions: dict = {}              # gradient and local energy by finite differences (for qmckit.check)
 
     @property
@@ -109,6 +110,10 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
     Params = dataclasses.make_dataclass(f"{name}_params", fields, frozen=True, namespace={
         "__post_init__": lambda self: validate(self), "as_dict": lambda self: dataclasses.asdict(self)})
 
+    # what rebuilds this system in another process (a Dask worker: qmckit.scans.share)
+    recipe = dict(n=int(n), dim=dim, params=dict(params), log_psi=log_psi, potential=potential,
+                  local_energy=local_energy, drift=drift, bounds=bounds or None, name=name, title=title,
+                  energy_unit=energy_unit, length_unit=length_unit, width=width, hbar2_over_m=hbar2_over_m)
     compiled = _compile(log_psi, terms, drift, local_energy, n, dim, float(hbar2_over_m))
     cls = type(f"UserSystem_{name}", (UserSystemBase,), {
         "name": name, "title": title or f"a user-defined system of {n} particles in {dim} D",
@@ -117,7 +122,7 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
         "capabilities": Capabilities(), "kernels": compiled["kernels"],
         "given": tuple(k for k, f in (("drift", drift), ("local_energy", local_energy)) if f is not None),
         "potential_terms": tuple(terms), "user_functions": compiled["user"], "fd_functions": compiled["fd"],
-        "hbar2_over_m": property(lambda self, value=float(hbar2_over_m): value),
+        "hbar2_over_m": property(lambda self, value=float(hbar2_over_m): value), "recipe": recipe,
         "__module__": __name__})
     system = cls()
     _try_once(system)
