@@ -550,10 +550,51 @@ def _one_line_warning(message, category, filename, lineno, line=None):
     return f"qmckit: warning: {message}\n"
 
 
+def _with_user_system(argv: list) -> list:
+    """``qmckit run|scan --system MODULE:NAME …``: import MODULE (a module name, or a path to a .py file; the current
+    folder is searched first), take its System instance NAME (a :func:`qmckit.UserSystem`), register it, and put its
+    name where the SYSTEM argument goes. Other command lines are returned as they are."""
+    where = [k for k, a in enumerate(argv) if a == "--system" or a.startswith("--system=")]
+    if not where or len(argv) < 1 or argv[0] not in ("run", "scan"):
+        return argv
+    k = where[0]
+    spec = argv[k].split("=", 1)[1] if "=" in argv[k] else (argv[k + 1] if k + 1 < len(argv) else "")
+    rest = argv[:k] + argv[k + (1 if "=" in argv[k] else 2):]
+    module_name, _, attr = spec.rpartition(":")
+    if not module_name or not attr:
+        raise ValueError(f"--system must be MODULE:NAME (a module or .py file and a System in it), got {spec!r}")
+    import importlib
+    import importlib.util
+    import os
+
+    from .systems import System, adopt
+
+    try:
+        if module_name.endswith(".py"):
+            loader_spec = importlib.util.spec_from_file_location(os.path.basename(module_name)[:-3], module_name)
+            module = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(module)
+        else:
+            sys.path.insert(0, os.getcwd())
+            module = importlib.import_module(module_name)
+    except (ImportError, OSError) as err:
+        raise ValueError(f"--system: cannot import {module_name!r} ({err})") from None
+    system = getattr(module, attr, None)
+    if not isinstance(system, System):
+        raise ValueError(f"--system: {module_name}:{attr} is not a qmckit System (make it with qmckit.UserSystem), "
+                         f"got {type(system).__name__}")
+    return rest[:1] + [adopt(system)] + rest[1:]
+
+
 def main(argv=None) -> int:
     import warnings
 
     warnings.formatwarning = _one_line_warning  # a physicist wants the message, not our source line
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        argv = _with_user_system(argv)
+    except ValueError as err:
+        return _fail(str(err))
     parser = build_parser()
     args = parser.parse_args(argv)
     commands = {"run": _run, "reproduce": _reproduce, "bench": _bench, "scan": _scan}

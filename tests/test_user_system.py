@@ -185,3 +185,34 @@ def test_a_user_system_scans_here_and_on_dask_workers_which_get_it_once(oscillat
         assert sum(name.startswith("qmckit-system-oscillator_analytic-") for name in names) == 1
     with ProcessPoolExecutor(1) as pool, pytest.raises(ValueError, match="^client: the qmckit.UserSystem"):
         qmckit.scan(oscillators["analytic"], {"alpha": [0.4]}, client=pool)
+
+
+MODULE = '''
+import numpy as np
+import qmckit
+
+oscillator = qmckit.UserSystem(n=2, dim=3, params={"alpha": 0.5}, log_psi=lambda R, p: -p[0] * np.sum(R * R),
+                               potential=lambda R, p: 0.5 * np.sum(R * R), name="cli_oscillator",
+                               bounds={"alpha": (0, None)})
+'''
+
+
+def test_the_cli_runs_a_user_system_named_by_module_and_attribute(tmp_path, capsys):
+    import json
+    import subprocess
+    import sys
+
+    from qmckit.cli import main
+
+    (tmp_path / "student.py").write_text(MODULE)
+    out = subprocess.run([sys.executable, "-m", "qmckit", "run", "--system", "student:oscillator", "--alpha", "0.5",
+                          "--walkers", "20", "--steps", "50", "--json"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["system"] == "cli_oscillator" and abs(result["estimates"]["energy"]["mean"] - 3.0) < 1e-7
+    for spec, words in ((f"{tmp_path / 'student.py'}:nothing", "is not a qmckit System"),
+                        ("no_such_module:oscillator", "cannot import 'no_such_module'"), ("oscillator", "MODULE:NAME")):
+        assert main(["run", "--system", spec, "--alpha", "0.5"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0], err
