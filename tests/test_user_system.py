@@ -216,3 +216,11 @@ def test_the_cli_runs_a_user_system_named_by_module_and_attribute(tmp_path, caps
         assert main(["run", "--system", spec, "--alpha", "0.5"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and words in err[0], err
+
+
+def test_the_optimiser_finds_the_exact_alpha_of_a_user_system(oscillators):
+    from qmckit.methods.optimize import optimize_parameter
+
+    start = type(oscillators["analytic"])(alpha=0.4)  # an instance never given to RunConfig: not registered
+    result = optimize_parameter(start, "alpha", seed=2)
+    assert abs(result.value - 0.5) < max(3 * result.error, 2e-3), (result.value, result.error)

@@ -1,7 +1,7 @@
 """Variational optimisation of one trial-function parameter by correlated sampling (reweighting).
 
 Generic over continuum systems: a parameter is changed by rebuilding the system with
-``make_system(system.name, **(system.params.as_dict() | {name: value}))``, and the system's
+``type(system)(**(system.params.as_dict() | {name: value}))``, and the system's
 kernels (``recompute``, ``local_energy``, ``log_psi``) are evaluated at stored configurations by
 :func:`qmckit.samplers.evaluate_configurations` (compiled once per system class, cached on disk).
 
@@ -56,7 +56,6 @@ import numpy as np
 
 from ..samplers import evaluate_configurations, make_sampler
 from ..stats import Estimate
-from ..systems import make_system
 from ..walkers import Walkers
 
 TARGETS = ("energy", "variance")
@@ -66,7 +65,7 @@ TARGETS = ("energy", "variance")
 def with_parameter(system, name: str, value):
     """A copy of ``system`` with parameter ``name`` set to ``value`` (validated by the system)."""
     _parameter(system, name)
-    return make_system(system.name, **(system.params.as_dict() | {name: value}))
+    return type(system)(**(system.params.as_dict() | {name: value}))  # any System class, a UserSystem's included
 
 
 def _parameter(system, name):
