@@ -34,6 +34,8 @@ from qmckit.runs import RunConfig, make_run, resume_run
 from qmckit.systems import SYSTEMS, make_system
 from qmckit.walkers import Walkers
 
+import _user_oscillator  # noqa: F401,E402  (registers a qmckit.UserSystem: the suite runs it like a built-in system)
+
 CONTINUUM = [(name, k) for name, cls in SYSTEMS.items() if cls.kind == "continuum" for k in range(len(cls.examples))]
 EXACT = [(name, k) for name, cls in SYSTEMS.items() for k in range(len(cls.exact_cases))]
 ALL = [(name, k) for name, cls in SYSTEMS.items() for k in range(len(cls.examples))]

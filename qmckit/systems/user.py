@@ -77,7 +77,7 @@ class UserSystemBase(System):
 
 def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=None, drift=None, bounds=None,
                name: str = "user", title: str = "", energy_unit: str = "", length_unit: str = "",
-               width: float = 1.0, hbar2_over_m: float = 1.0) -> UserSystemBase:
+               width: float = 1.0, hbar2_over_m: float = 1.0, exact_cases=(), examples=({},)) -> UserSystemBase:
     """A system of ``n`` particles in ``dim`` dimensions from plain Python functions (see the module docstring).
 
     params      {name: default} of the parameters, in the order the functions read them from ``p``
@@ -85,6 +85,8 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
     name        the registry name (``RunConfig(system=...)`` registers it; a built-in name is refused)
     width       the spread of the starting positions (normal, in length units)
     hbar2_over_m  ħ²/m in the system's units (1: E_L = −½∇²ψ/ψ + V)
+    exact_cases, examples  as a System declares them (``((params, exact energy), …)``, ``(params, …)``): the
+                  conformance suite (tests/test_conformance.py) runs a registered system's
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
         raise ValueError(f"n must be a positive integer, got {n!r}")
@@ -113,7 +115,8 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
     # what rebuilds this system in another process (a Dask worker: qmckit.scans.share)
     recipe = dict(n=int(n), dim=dim, params=dict(params), log_psi=log_psi, potential=potential,
                   local_energy=local_energy, drift=drift, bounds=bounds or None, name=name, title=title,
-                  energy_unit=energy_unit, length_unit=length_unit, width=width, hbar2_over_m=hbar2_over_m)
+                  energy_unit=energy_unit, length_unit=length_unit, width=width, hbar2_over_m=hbar2_over_m,
+                  exact_cases=exact_cases, examples=examples)
     compiled = _compile(log_psi, terms, drift, local_energy, n, dim, float(hbar2_over_m))
     cls = type(f"UserSystem_{name}", (UserSystemBase,), {
         "name": name, "title": title or f"a user-defined system of {n} particles in {dim} D",
@@ -123,6 +126,7 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
         "given": tuple(k for k, f in (("drift", drift), ("local_energy", local_energy)) if f is not None),
         "potential_terms": tuple(terms), "user_functions": compiled["user"], "fd_functions": compiled["fd"],
         "hbar2_over_m": property(lambda self, value=float(hbar2_over_m): value), "recipe": recipe,
+        "exact_cases": tuple(exact_cases), "examples": tuple(examples),
         "__module__": __name__})
     system = cls()
     _try_once(system)
