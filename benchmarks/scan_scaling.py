@@ -31,13 +31,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
+from _common import cpu_model
 
 
 def timed_scan(grid, fixed, client, seed=1):

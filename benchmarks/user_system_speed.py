@@ -31,6 +31,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from _common import cpu_model  # noqa: E402
+
 N, ALPHA, WALKERS = 10, 0.45, 200
 
 
@@ -49,14 +51,6 @@ def drift(R, p):
 def local_energy(R, p):
     a = p[0]
     return R.shape[0] * R.shape[1] * a + (0.5 - 2.0 * a * a) * np.sum(R * R)
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
 
 
 def main():

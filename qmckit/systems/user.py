@@ -188,6 +188,8 @@ def _compile(log_psi, terms: dict, drift, local_energy, n: int, dim: int, hbar2_
     potential = _sum_of(list(term_functions.values()))
     h = FD_STEP
 
+    # the two loops below shift one coordinate by ±h in place; written out in each (not a shared helper) because
+    # the shared version was slower in benchmarks/user_system_speed.py
     @nb.njit
     def fd_gradient(R, p, i, out):
         X = R.copy()
