@@ -117,14 +117,11 @@ class CpuSampler:
 
     def take_last(self, n: int):
         """Remove the last ``n`` walkers and return them (caches and streams included)."""
-        W = self.walkers.n_walkers
-        tail = self.walkers.take(np.arange(W - n, W))
-        self.walkers = self.walkers.take(np.arange(W - n))
-        return tail
+        return take_last(self, n)
 
     def append(self, walkers) -> None:
         """Add ``walkers`` (another ensemble's of the same system, e.g. from :meth:`take_last`) after these."""
-        self.walkers = Walkers.merge([self.walkers, walkers])
+        append(self, walkers)
 
     def branch(self, index, children, source_states) -> None:
         """DMC branching: keep ``walkers[index]``; the rows ``children`` (copies) get streams
@@ -145,6 +142,19 @@ def nuclei_for_moves(system, sampler: str, variant: int = 0) -> np.ndarray:
     if sampler != "drift" or variant or system.hbar2_over_m != 1.0:
         raise Unsupported("nuclear_moves go with the exact drift sampler (no brute moves, no study 002 variants)")
     return nuclei
+
+
+def take_last(driver, n: int):
+    """Remove the last ``n`` walkers of ``driver`` (a sampler whose ``walkers`` are on the host) and return them."""
+    W = driver.walkers.n_walkers
+    tail = driver.walkers.take(np.arange(W - n, W))
+    driver.walkers = driver.walkers.take(np.arange(W - n))
+    return tail
+
+
+def append(driver, walkers) -> None:
+    """Add ``walkers`` after those of ``driver`` (a sampler whose ``walkers`` are on the host)."""
+    driver.walkers = Walkers.merge([driver.walkers, walkers])
 
 
 def equilibrate(driver, n_sweeps: int, chunk: int = 10) -> float:

@@ -17,7 +17,9 @@ from ..backends.cpu_kernels import kernels_for, variant_flags
 from ..rng import fork_from
 from ..systems.protocol import require
 from ..walkers import Walkers
+from .cpu import append as host_append
 from .cpu import equilibrate, equilibration_pieces, nuclei_for_moves
+from .cpu import take_last as host_take_last
 
 
 def sweeper_class(system):
@@ -119,11 +121,9 @@ class CudaSampler:
         that declares ``DEVICE_AXES`` only those walkers cross to the host; the others stay on the device."""
         s, W = self._sweeper, self.walkers.n_walkers
         axes = getattr(s, "DEVICE_AXES", None)
-        if axes is None:
+        if axes is None:  # the whole ensemble through the host
             self.sync()
-            tail = self.walkers.take(np.arange(W - n, W))
-            self.walkers = self.walkers.take(np.arange(W - n))
-            return tail
+            return host_take_last(self, n)
         c = cuda_import.bind({})
         tail = c.device_array(s._pos.shape[:-1] + (n,), dtype=s._pos.dtype)
         tail[_all_but_last(s._pos)] = s._pos[_all_but_last(s._pos, W - n)]  # the walker axis is the device's last
@@ -138,7 +138,7 @@ class CudaSampler:
         s, W = self._sweeper, self.walkers.n_walkers
         if getattr(s, "DEVICE_AXES", None) is None:
             self.sync()
-            self.walkers = Walkers.merge([self.walkers, walkers])
+            host_append(self, walkers)
             return
         # grow on the device (the new columns copies of walker 0, with the newcomers' streams), then overwrite them
         s.branch(np.concatenate([np.arange(W), np.zeros(walkers.n_walkers, dtype=np.int64)]),
