@@ -3,13 +3,19 @@ never leaks into the other tests) and return the JSON it printed after ``marker`
 
 Run as a script (``python _simulator.py test_module.py``) it makes the simulator's shared arrays
 thread-safe and then runs ``test_module.py`` as ``__main__``: that is how :func:`simulator_results`
-starts every child."""
+starts every child.
+
+The children are single-threaded Python (the simulator runs a kernel's threads one after another) and take minutes
+in all, so the test session starts them in the background, one at a time, as soon as the tests are collected
+(:func:`prefetch`, called from the root ``conftest.py``): on CI's two cores they run beside the other tests, and a
+test that needs a child's results waits for it (or runs it itself if it has not started)."""
 import json
 import os
 import runpy
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 
 def thread_safe_shared_arrays():
@@ -48,12 +54,51 @@ def thread_safe_shared_arrays():
     cls._qmckit_locked = True
 
 
-def simulator_results(path: str, marker: str, timeout: int = 900) -> dict:
+_PREFETCHED: dict = {}  # absolute path of a test module -> Future of its child's (returncode, stdout, stderr)
+_RUNNING: set = set()  # the background children's processes (killed when the session ends)
+_POOL = None
+
+
+def _run_child(path: str, timeout: int) -> tuple[int, str, str]:
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), path], env=env, capture_output=True,
-                          text=True, timeout=timeout)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(marker)]
-    assert proc.returncode == 0 and lines, f"simulator child failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), path], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _RUNNING.add(proc)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    finally:
+        _RUNNING.discard(proc)
+    return proc.returncode, out, err
+
+
+def prefetch(paths, timeout: int = 900) -> None:
+    """Start the simulator children of the test modules ``paths`` in the background, one after another."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(1, thread_name_prefix="simulator-child")
+    for path in paths:
+        _PREFETCHED.setdefault(os.path.abspath(path), _POOL.submit(_run_child, path, timeout))
+
+
+def stop_prefetching() -> None:
+    """Cancel the children not started and kill the running one (the session is over)."""
+    if _POOL is not None:
+        _POOL.shutdown(wait=False, cancel_futures=True)
+    for proc in list(_RUNNING):
+        proc.kill()
+
+
+def simulator_results(path: str, marker: str, timeout: int = 900) -> dict:
+    future = _PREFETCHED.pop(os.path.abspath(path), None)
+    if future is not None and not future.cancel():  # started in the background: wait for it
+        returncode, stdout, stderr = future.result()
+    else:
+        returncode, stdout, stderr = _run_child(path, timeout)
+    lines = [line for line in stdout.splitlines() if line.startswith(marker)]
+    assert returncode == 0 and lines, f"simulator child failed:\n{stdout[-3000:]}\n{stderr[-5000:]}"
     return json.loads(lines[-1][len(marker):])
 
 
