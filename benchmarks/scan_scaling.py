@@ -8,8 +8,9 @@
   kernels). Speed-up = wall(1 GPU) / wall(2 GPUs).
 
 * ``--split-dmc``: one B4 DMC run (N = 500 bosons, ``--walkers`` in all, Δτ = 0.01, ``--steps`` steps in blocks of
-  ``--block``) split over 1 and over 2 GPUs (``qmckit.scans.split_run``: a part per GPU worker, E_T set globally once
-  per block); every worker first runs a tiny split run (kernels compiled or loaded). Speed-up = wall(1)/wall(2).
+  ``--block``) split over 1 and over 2 GPUs (``qmckit.scans.split_run``: a part per GPU worker, renormalised branching
+  in each part with its weight carried, E_T set globally once per block); every worker first runs a tiny split run
+  (kernels compiled or loaded). Speed-up = wall(1)/wall(2).
 
 The scans check that the rows are the same whatever the number of workers (the seeds are the points'); the split run
 checks that its energies on 1 and 2 GPUs agree within their error bars (other partitions: other random streams).
@@ -18,7 +19,7 @@ checks that its energies on 1 and 2 GPUs agree within their error bars (other pa
     python benchmarks/scan_scaling.py --gpus [--points 32 --walkers 16384 --steps 2000]
     python benchmarks/scan_scaling.py --split-dmc [--walkers 8192 --steps 200 --block 20]
 
-Writes $OUT (or benchmarks/results)/scan_scaling_<cpu|gpu|split_dmc>_<date>.json and prints the table.
+Writes $OUT (or benchmarks/results)/scan_scaling_<cpu|gpu|split_dmc_w<walkers>>_<date>.json and prints the table.
 """
 from __future__ import annotations
 
@@ -128,15 +129,18 @@ def split_dmc(args) -> dict:
             close()
         e = result["estimates"]["energy_per_particle"]
         print(f"{n} GPU(s): {wall:.1f} s, E/N = {e['mean']:.5f}({e['error']:.5f}), population "
-              f"{result['estimates']['population']['mean']:.0f}, rebalanced {result['rebalanced']} walkers in "
-              f"{result['rebalance_s']:.2f} s, load imbalance {100 * result['load_imbalance']:.1f} %", flush=True)
+              f"{result['estimates']['population']['mean']:.0f}, weights evened {result['resampled']} times, "
+              f"{result['rebalanced']} walkers moved, in {result['rebalance_s']:.2f} s, load imbalance "
+              f"{100 * result['load_imbalance']:.1f} %, weight efficiency {result['weight_efficiency']:.4f}",
+              flush=True)
         walker_steps = float(result["population"].sum())
         out["runs"][n] = {"wall_s": wall, "warm_s": warm, "energy_per_particle": e,
                           "equilibration_s": result["equilibration_s"], "blocks_s": result["blocks_s"],
                           "walker_steps_per_s": walker_steps / result["blocks_s"],
                           "population": result["estimates"]["population"]["mean"], "tau_eff": result["tau_eff"],
-                          "rebalanced": result["rebalanced"], "rebalance_s": result["rebalance_s"],
-                          "load_imbalance": result["load_imbalance"],
+                          "rebalanced": result["rebalanced"], "resampled": result["resampled"],
+                          "rebalance_s": result["rebalance_s"], "load_imbalance": result["load_imbalance"],
+                          "weight_efficiency": result["weight_efficiency"],
                           "population_cap_hits": result["population_cap_hits"],
                           "acceptance": result["acceptance"]}
     e1, e2 = (out["runs"][n]["energy_per_particle"] for n in (1, 2))
@@ -175,7 +179,8 @@ def main():
               + flags + (f" --steps {args.steps}" if args.steps else ""), **result}
     folder = Path(os.environ.get("OUT", Path(__file__).parent / "results"))
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"scan_scaling_{kind}_{date.today()}.json"
+    size = f"_w{args.walkers}" if kind == "split_dmc" else ""
+    path = folder / f"scan_scaling_{kind}{size}_{date.today()}.json"
     path.write_text(json.dumps(record, indent=1) + "\n")
     for k, run in result["runs"].items():
         print(f"{k} worker(s): wall {run['wall_s']:.2f} s"

@@ -471,12 +471,15 @@ class DMCRun(_Run):
     def __init__(self, config: RunConfig, checkpoint_path=None):
         super().__init__(config, checkpoint_path)
         self.dmc: DMC | None = None
+        self.fixed_population: int | None = None  # the DMC's (a part of a split run sets it: qmckit.scans.split)
 
     def _make_dmc(self) -> DMC:
-        return DMC(self.system, self.vmc.walkers, dt=self.config.dt, target_walkers=self.config.target_walkers,
-                   feedback_time=self.config.feedback_time, drift_cap=self.config.drift_cap,
-                   energy_cap=self.config.energy_cap, seed=self._branch_seq, driver=self.vmc,
-                   effective_time_step=self.config.effective_time_step)
+        dmc = DMC(self.system, self.vmc.walkers, dt=self.config.dt, target_walkers=self.config.target_walkers,
+                  feedback_time=self.config.feedback_time, drift_cap=self.config.drift_cap,
+                  energy_cap=self.config.energy_cap, seed=self._branch_seq, driver=self.vmc,
+                  effective_time_step=self.config.effective_time_step)
+        dmc.fixed_population = self.fixed_population
+        return dmc
 
     def _after_equilibration_pieces(self):
         self.dmc = self._make_dmc()

@@ -7,7 +7,9 @@ One DMC step (time step Δτ, in the system's time unit: 1/ω_⊥ for trapped bo
 2. branching once per step with q = exp(−τ_eff (½(E_L + E_L') − E_T)) and ⌊q + u⌋ copies, u from
    the DMC's own branching stream (seeded from ``seed``), which also seeds the streams of the
    copies; runs are reproducible from the seed, and the walkers need not be on the host to
-   decide the branching (they are fetched only when the population changes);
+   decide the branching (they are fetched only when the population changes). With ``fixed_population`` = W set
+   (a part of a run split over workers, :mod:`qmckit.scans.split`) the copies are ⌊W q/Σq + u⌋ instead: the
+   population stays at W within rounding whatever E_T, and the caller carries the weight Σq/W of each step;
 3. trial-energy feedback (documented assumption, the thesis gives none):
    E_T = E_ref − ln(W / W_target) / τ_fb, where E_ref is an exponential moving average of the
    mixed estimator with time constant ``reference_time`` (default: τ_fb) and τ_fb =
@@ -156,6 +158,36 @@ class DMC:
         self.trial_energy = self.reference_energy
         self.cap_warnings = 0
         self.best_sums = [0.0, 0.0]  # Σ weight·mixed energy and Σ weight over every step so far (E_best)
+        # None: ⌊q + u⌋ copies, the population free and held by the E_T feedback; an integer W: renormalised
+        # branching, ⌊W q/Σq + u⌋ copies (a part of a run split over workers, which carries the weight Σq/W)
+        self.fixed_population: int | None = None
+
+    def branch(self, copies, energies) -> tuple[int, int]:
+        """Replace each walker by ⌊copies + u⌋ copies of itself (u from the branching stream; the copies get new
+        random streams seeded from it), with ``energies`` (W,) its local energies; returns (killed, copied)."""
+        counts = np.empty(copies.size, dtype=np.int64)
+        _rng.branch_counts(self.branch_states, copies, counts)
+        killed = int(np.count_nonzero(counts == 0))
+        copied = int(np.sum(np.maximum(counts - 1, 0)))
+        if not (killed or copied):
+            self.energies = energies
+            return 0, 0
+        index = np.repeat(np.arange(copies.size), counts)
+        if index.size == 0:
+            raise FloatingPointError("DMC: the population died out; lower dt or raise the walker count")
+        if index.size > self.max_walkers:
+            self.cap_warnings += 1
+            # one fixed text, so that Python shows it once per run rather than every step
+            warnings.warn("DMC population exceeded max_walkers; thinned evenly (check dt, the trial "
+                          "function or the energy cap; population_cap_hits counts the steps)",
+                          RuntimeWarning, stacklevel=3)
+            index = index[np.linspace(0, index.size - 1, self.max_walkers).round().astype(np.int64)]
+        first = np.ones(index.size, dtype=bool)
+        first[1:] = index[1:] != index[:-1]
+        children = np.nonzero(~first)[0]  # copies get new streams, seeded from the branching stream
+        self.driver.branch(index, children, self.branch_states)  # on the device for a GPU driver
+        self.energies = energies[index]
+        return killed, copied
 
     @property
     def walkers(self):
@@ -227,29 +259,9 @@ class DMC:
         self.best_sums[0] += weight * mixed
         self.best_sums[1] += weight
 
-        counts = np.empty(q.size, dtype=np.int64)
-        _rng.branch_counts(self.branch_states, q, counts)
-        killed = int(np.count_nonzero(counts == 0))
-        copied = int(np.sum(np.maximum(counts - 1, 0)))
-        if killed or copied:
-            index = np.repeat(np.arange(q.size), counts)
-            if index.size == 0:
-                raise FloatingPointError("DMC: the population died out; lower dt or raise the walker count")
-            if index.size > self.max_walkers:
-                self.cap_warnings += 1
-                # one fixed text, so that Python shows it once per run rather than every step
-                warnings.warn("DMC population exceeded max_walkers; thinned evenly (check dt, the trial "
-                              "function or the energy cap; population_cap_hits counts the steps)",
-                              RuntimeWarning, stacklevel=2)
-                index = index[np.linspace(0, index.size - 1, self.max_walkers).round().astype(np.int64)]
-            first = np.ones(index.size, dtype=bool)
-            first[1:] = index[1:] != index[:-1]
-            children = np.nonzero(~first)[0]  # copies get new streams, seeded from the branching stream
-            self.driver.branch(index, children, self.branch_states)  # on the device for a GPU driver
-            self.energies = e_new[index]
-        else:
-            self.energies = e_new
-
+        # renormalised (a fixed population): ⌊W q/Σq + u⌋ copies, W on average, the weight Σq/W carried by the caller
+        killed, copied = self.branch(q if self.fixed_population is None else q * (self.fixed_population / weight),
+                                     e_new)
         population = self.walkers.n_walkers
         if feedback:  # for the next step
             self.reference_energy += min(1.0, self.dt / self.reference_time) * (mixed - self.reference_energy)

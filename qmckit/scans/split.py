@@ -6,21 +6,28 @@ streams differ).
 **VMC** (:func:`split_run` of a VMC config): every part is a whole run on a worker; the per-sweep walker averages are
 merged with the walker counts as weights.
 
-**DMC**: every part (:class:`DMCPart`) is a DMC run of its share of the walkers and of the target population that
-stays on one worker for the whole run (a Dask actor; an object in this process for ``client="serial"``), so its
-walkers travel only to rebalance. It equilibrates on its own (VMC sweeps, then the unrecorded DMC equilibration steps
-on their short leash) and then runs the blocks, branching its own walkers with one E_T for the whole block. Between
-blocks the driver merges the parts' steps (mixed estimator Σ_parts Σ q E_L' / Σ_parts Σ q; populations, kills, copies
-and removals summed; acceptance weighted by population) and updates the global quantities once:
+**DMC**: every part (:class:`DMCPart`) is a DMC run of its share W_k of the walkers that stays on one worker for the
+whole run (a Dask actor; an object in this process for ``client="serial"``), so its walkers travel only when the
+parts must be evened out. A part branches its own walkers with renormalised branching (``DMC.fixed_population``):
+⌊W_k q/Σq + u⌋ copies of each walker, so its population stays at W_k within rounding and no part waits for a larger
+one. The weight that the renormalisation takes out is carried instead: every walker of part k has the weight Π_k,
+and each step multiplies it by Σ_k q/W_k (the ratio of the part's expected to its actual weight). It equilibrates on its
+own (VMC sweeps, then the unrecorded DMC equilibration steps), then runs the blocks, branching with one E_T for the
+whole block. Between blocks the driver merges the parts' steps, every part's with its weight Π_k (relative to the
+walkers' mean weight):
 
-* E_ref follows the merged steps as in one process (a moving average with time constant τ_block);
-* E_best (the centre of the energy cut) and the sums of τ_eff add up the parts' increments;
-* E_T = E_ref − ln(W / W_target) / τ_block, with W the total population and τ_block = max(τ_fb, block × Δτ).
+* mixed estimator Σ_k Π_k Σq E_L' / Σ_k Π_k Σq, with the step's weight Σ_k Π_k Σq (as Σq of one process);
+  populations, kills, copies and removals summed; acceptance weighted by population;
+* E_ref follows the merged steps as in one process (a moving average with time constant τ_block =
+  max(τ_fb, block × Δτ)), and E_T = E_ref: with renormalised branching E_T scales every q alike and steers no
+  population; the sums of E_best (the centre of the energy cut) and of τ_eff add up the merged steps.
 
-The gain is per block because E_T holds for a whole block: a feedback time shorter than the block it acts over
-would overshoot, and the population would oscillate. Then the populations are rebalanced: when a part is more than
-:data:`REBALANCE_FRACTION` of its share (and more than one walker) away from it, the parts above their shares give
-their last walkers (positions, caches, random streams and energies) to the parts below, through the driver.
+The weights Π_k wander apart (branching is heavy-tailed near a hard-core contact, where one walker can make dozens of
+copies). Unequal weights cost statistics, n_eff/n = (Σ Π_k W_k)² / (W Σ Π_k² W_k); when that falls below
+:data:`WEIGHT_EFFICIENCY`, every part resamples its walkers to Π_k/Π̄ copies each on average (⌊Π_k/Π̄ + u⌋, the
+renormalised rule again), all weights become equal, and walkers move from the parts then above their shares to those
+below: positions, caches, random streams and energies, through the driver. A part more than
+:data:`REBALANCE_FRACTION` from its share is evened out the same way.
 """
 from __future__ import annotations
 
@@ -34,6 +41,7 @@ from .grid import SEED_BOUND
 from .share import share
 
 REBALANCE_FRACTION = 0.05  # a part this far from its share of the population (relative) triggers a rebalance
+WEIGHT_EFFICIENCY = 0.98  # the parts' weights are evened out when their spread leaves this n_eff/n
 
 
 def part_seed(seed: int, parts: int, part: int) -> int:
@@ -60,13 +68,15 @@ def run_part(config: dict, walkers: int, seed: int) -> dict:
 
 
 class DMCPart:
-    """One part of a split DMC run: a :class:`~qmckit.runs.DMCRun` of ``walkers`` walkers (target ``target``) with
-    seed ``seed``, driven block by block with the E_T the driver sets (see the module docstring)."""
+    """One part of a split DMC run: a :class:`~qmckit.runs.DMCRun` of ``walkers`` walkers with seed ``seed`` whose
+    branching keeps ``target`` walkers (renormalised), driven block by block with the E_T the driver sets (see the
+    module docstring)."""
 
     def __init__(self, config: dict, walkers: int, target: int, seed: int):
         from ..runs import RunConfig, make_run
 
         self.run = make_run(RunConfig(**(config | {"walkers": walkers, "target_walkers": target, "seed": seed})))
+        self.run.fixed_population = self.target = int(target)
 
     def equilibrate(self) -> dict:
         """VMC equilibration and the DMC equilibration steps; returns what the driver merges."""
@@ -80,18 +90,31 @@ class DMCPart:
 
     def block(self, steps: int, trial_energy: float, best_sums, diffusion_sums, start_sigma: float) -> dict:
         """``steps`` DMC steps branching with ``trial_energy``, starting from the global E_best and τ_eff sums and the
-        global σ₀ of the energy cut; returns the steps' series and this part's increments of those sums."""
+        global σ₀ of the energy cut. Returns the steps' series, the populations before each step
+        (``start_population``), ln Π of this part's walkers before each step and after the last, relative to the
+        block's start (``log_weight``, steps + 1 values), and this part's increments of the τ_eff sums."""
         from ..runs import DMCRun
 
         dmc = self.run.dmc
         dmc.trial_energy, dmc.start_sigma = float(trial_energy), float(start_sigma)
         dmc.best_sums, dmc.diffusion_sums = [float(x) for x in best_sums], [float(x) for x in diffusion_sums]
         self.run.vmc.recompute()  # discard the round-off of incremental cache updates, as a run's block does
-        records = [dmc.step(feedback=False) for _ in range(steps)]
+        records, starts, log_weight = [], [], [0.0]
+        for _ in range(steps):
+            starts.append(dmc.walkers.n_walkers)
+            records.append(dmc.step(feedback=False))
+            log_weight.append(log_weight[-1] + math.log(records[-1].weight / self.target))
         return {"series": {name: [getattr(r, name) for r in records] for name in DMCRun.SERIES},
-                "best_sums": [a - b for a, b in zip(dmc.best_sums, best_sums)],
+                "start_population": starts, "log_weight": log_weight,
                 "diffusion_sums": [a - b for a, b in zip(dmc.diffusion_sums, diffusion_sums)],
                 "cap_warnings": dmc.cap_warnings}
+
+    def resample(self, copies: float) -> int:
+        """Replace every walker by ⌊copies + u⌋ copies of itself (evening out the parts' weights); returns the
+        population."""
+        dmc = self.run.dmc
+        dmc.branch(np.full(dmc.walkers.n_walkers, float(copies)), dmc.energies)
+        return dmc.walkers.n_walkers
 
     def give(self, n: int) -> dict:
         """Remove this part's last ``n`` walkers and return them with their energies."""
@@ -118,9 +141,10 @@ def split_run(config, parts: int, client="serial", progress=None) -> dict:
     reported unit), "walkers" (the parts' counts), "parts", "seeds", "acceptance"}``; a DMC run adds ``weights``,
     ``population``, ``trial_energy`` (series), ``tau_eff``, ``equilibration_s`` and ``blocks_s`` (wall times),
     ``rebalanced`` (walkers moved between parts),
-    ``rebalance_s`` (wall time spent moving them), ``load_imbalance`` (the mean over steps of the largest part's
-    population over the parts' mean, minus one: the fraction of a step the other parts wait) and
-    ``population_cap_hits``."""
+    ``resampled`` (how often the parts' weights were evened out), ``rebalance_s`` (wall time spent evening out),
+    ``load_imbalance`` (the mean over steps of the largest part's population over the parts' mean, minus one: the
+    fraction of a step the other parts wait), ``weight_efficiency`` (the mean over steps of n_eff/n of the parts'
+    weights) and ``population_cap_hits``."""
     if parts < 1 or int(parts) != parts:
         raise ValueError(f"parts must be a positive integer, got {parts!r}")
     if config.method == "dmc":
@@ -193,25 +217,35 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
     start = time.perf_counter()
     states = group.call("equilibrate", [()] * parts)
     equilibration_s = time.perf_counter() - start
-    population = sum(s["population"] for s in states)
+    pops = [s["population"] for s in states]
+    population = sum(pops)
     tau_block = max(config.feedback_time, config.block * config.dt)
     reference = sum(s["reference_energy"] * s["population"] for s in states) / population
     sigma = float(np.dot(counts, [s["start_sigma"] for s in states]) / sum(counts))
     best = np.sum([s["best_sums"] for s in states], axis=0)
     diffusion = np.sum([s["diffusion_sums"] for s in states], axis=0)
-    pops = [s["population"] for s in states]
+    log_weight = np.zeros(parts)  # ln Π_k: the weight of every walker of part k, relative
     merged = {name: [] for name in ("mixed_energy", "weight", "population", "trial_energy", "killed", "copied",
                                     "removed", "acceptance")}
-    moved, cap_hits, rebalance_s, imbalance = 0, 0, 0.0, []
+    cap_hits, imbalance, efficiency = 0, [], []
+    start = time.perf_counter()
+    moved, resampled = _rebalance(group, pops), 0  # the parts' equilibrations ended near, not at, their shares
+    rebalance_s = time.perf_counter() - start
     blocks_start = time.perf_counter()
     sizes = [config.block] * (config.steps // config.block) + ([config.steps % config.block] if config.steps %
                                                                  config.block else [])
     for done, size in enumerate(sizes, start=1):
-        trial = reference - math.log(population / config.target_walkers) / tau_block
+        trial = reference  # renormalised branching: E_T scales every q alike and steers no population
         out = group.call("block", [(size, trial, best.tolist(), diffusion.tolist(), sigma)] * parts)
         series = {name: np.array([o["series"][name] for o in out], dtype=float) for name in merged}  # (parts, size)
-        weight = series["weight"].sum(axis=0)
-        mixed = (series["weight"] * series["mixed_energy"]).sum(axis=0) / weight
+        ln_pi = log_weight[:, None] + np.array([o["log_weight"][:-1] for o in out])  # before each step
+        walkers = np.array([o["start_population"] for o in out], dtype=float)
+        pi = np.exp(ln_pi - ln_pi.max(axis=0))
+        pi /= (pi * walkers).sum(axis=0) / walkers.sum(axis=0)  # relative to the walkers' mean weight
+        efficiency.extend((pi * walkers).sum(axis=0) ** 2 / (walkers.sum(axis=0) * (pi ** 2 * walkers).sum(axis=0)))
+        part_weight = pi * series["weight"]
+        weight = part_weight.sum(axis=0)
+        mixed = (part_weight * series["mixed_energy"]).sum(axis=0) / weight
         pop = series["population"].sum(axis=0)
         for name in ("killed", "copied", "removed"):
             merged[name].extend(series[name].sum(axis=0))
@@ -222,14 +256,21 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
         merged["trial_energy"].extend([trial] * size)
         for e in mixed:  # E_ref follows the merged steps
             reference += min(1.0, config.dt / tau_block) * (e - reference)
-        best += np.sum([o["best_sums"] for o in out], axis=0)
+        best += [float(np.dot(weight, mixed)), float(weight.sum())]
         diffusion += np.sum([o["diffusion_sums"] for o in out], axis=0)
         cap_hits = sum(o["cap_warnings"] for o in out)
         # the largest part sets the pace of a step: its excess over the mean is the time the others wait
         imbalance.extend(series["population"].max(axis=0) / series["population"].mean(axis=0) - 1)
         pops = [int(p[-1]) for p in series["population"]]
-        population = sum(pops)
+        log_weight += [o["log_weight"][-1] for o in out]
+        log_weight -= log_weight.max()
         start = time.perf_counter()
+        pi, n = np.exp(log_weight), np.array(pops, dtype=float)
+        if np.dot(pi, n) ** 2 < WEIGHT_EFFICIENCY * n.sum() * np.dot(pi ** 2, n):
+            pops = group.call("resample", [(p,) for p in pi * n.sum() / np.dot(pi, n)])
+            log_weight[:] = 0.0
+            resampled += 1
+            moved += _rebalance(group, pops, always=True)  # the resampled parts' surpluses to the others
         moved += _rebalance(group, pops)
         rebalance_s += time.perf_counter() - start
         if progress:
@@ -250,15 +291,17 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
             "population": np.array(merged["population"]), "trial_energy": np.array(merged["trial_energy"]) / scale,
             "walkers": counts, "parts": parts, "seeds": seeds, "acceptance": float(np.mean(merged["acceptance"])),
             "tau_eff": config.dt * accepted / proposed if proposed > 0 else config.dt,
-            "equilibration_s": equilibration_s, "blocks_s": blocks_s, "rebalanced": moved, "rebalance_s": rebalance_s, "load_imbalance": float(np.mean(imbalance)),
-            "population_cap_hits": cap_hits}
+            "equilibration_s": equilibration_s, "blocks_s": blocks_s, "rebalanced": moved, "resampled": resampled,
+            "rebalance_s": rebalance_s, "load_imbalance": float(np.mean(imbalance)),
+            "weight_efficiency": float(np.mean(efficiency)), "population_cap_hits": cap_hits}
 
 
-def _rebalance(group: _Parts, pops: list[int]) -> int:
+def _rebalance(group: _Parts, pops: list[int], always: bool = False) -> int:
     """Move walkers from the parts above their shares of the total to those below, when one is more than
-    :data:`REBALANCE_FRACTION` (and one walker) away; updates ``pops`` and returns the walkers moved."""
+    :data:`REBALANCE_FRACTION` (and one walker) away, or ``always``; updates ``pops`` and returns the walkers
+    moved."""
     shares = partition(sum(pops), len(pops))
-    if all(abs(p - s) <= max(1.0, REBALANCE_FRACTION * s) for p, s in zip(pops, shares)):
+    if all(abs(p - s) <= max(1.0, 0.0 if always else REBALANCE_FRACTION * s) for p, s in zip(pops, shares)):
         return 0
     from ..walkers import Walkers
 
