@@ -127,12 +127,13 @@ def test_rebalancing_moves_whole_walkers_between_parts():
         part.equilibrate()
     before = donor.run.dmc.walkers.positions.copy()
     d, r = donor.run.dmc.walkers.n_walkers, receiver.run.dmc.walkers.n_walkers  # after the equilibration's branching
-    given = donor.give(10)
+    given = donor.give([4, 6], [False, False])  # the last 4 walkers, then the 6 before them
     assert receiver.receive(given) == r + 10 and donor.run.dmc.walkers.n_walkers == d - 10
     moved = receiver.run.dmc.walkers
-    assert np.array_equal(moved.positions[-10:], before[-10:])  # the donor's last walkers, streams and energies too
-    assert np.array_equal(moved.rng_states[-10:], given["walkers"].rng_states)
-    assert np.array_equal(receiver.run.dmc.energies[-10:], given["energies"])
+    # the donor's last walkers, appended in the order given; their streams and energies too
+    assert np.array_equal(moved.positions[-10:], np.concatenate([before[-4:], before[-10:-4]]))
+    assert np.array_equal(moved.rng_states[-10:], np.concatenate([g["walkers"].rng_states for g in given]))
+    assert np.array_equal(receiver.run.dmc.energies[-10:], np.concatenate([g["energies"] for g in given]))
     # the caches travelled with the walkers: a recomputation leaves the energies as they were
     receiver.run.vmc.recompute()
     assert np.allclose(receiver.run.vmc.local_energies(), receiver.run.dmc.energies, rtol=1e-12)

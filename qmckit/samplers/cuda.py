@@ -9,6 +9,7 @@ variants exist only on the CPU.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,6 +38,29 @@ def cuda_available(system) -> bool:
     except (AttributeError, ImportError):
         return False
     return bool(module.available())
+
+
+@dataclass
+class SharedWalkers:
+    """Walkers left on a GPU for another process to copy (:meth:`CudaSampler.take_last_shared`): the positions as a
+    CUDA IPC handle of a device array in the sweeper's layout (the walker axis last), and the walkers' random
+    streams."""
+
+    handle: object  # numba IpcArrayHandle
+    n_walkers: int
+    rng_states: np.ndarray
+
+
+def device_identity() -> dict:
+    """Where this process computes: its host, its current GPU's identity (PCI domain, bus, device) and those of every
+    GPU it can see; a part of a split run copies walkers straight from another's GPU when it sees that GPU."""
+    import socket
+
+    from numba.cuda.cudadrv.driver import driver
+
+    c = cuda_import.bind({})
+    return {"host": socket.gethostname(), "device": c.get_current_device().get_device_identity(),
+            "visible": [driver.get_device(k).get_device_identity() for k in range(driver.get_device_count())]}
 
 
 class CudaSampler:
@@ -119,32 +143,61 @@ class CudaSampler:
     def take_last(self, n: int):
         """Remove the last ``n`` walkers and return them (:class:`~qmckit.walkers.Walkers`, no caches). On a sweeper
         that declares ``DEVICE_AXES`` only those walkers cross to the host; the others stay on the device."""
-        s, W = self._sweeper, self.walkers.n_walkers
-        axes = getattr(s, "DEVICE_AXES", None)
+        axes = getattr(self._sweeper, "DEVICE_AXES", None)
         if axes is None:  # the whole ensemble through the host
             self.sync()
             return host_take_last(self, n)
+        tail, states = self._cut_last(n)
+        positions = tail.copy_to_host().transpose(np.argsort(axes)).astype(np.float64)
+        return Walkers(np.ascontiguousarray(positions), np.zeros((n, 0)), np.ones(n), states)
+
+    def _cut_last(self, n: int):
+        """Remove the last ``n`` walkers on the device: (their positions, a device array in the sweeper's layout,
+        their random states)."""
+        s, W = self._sweeper, self.walkers.n_walkers
         c = cuda_import.bind({})
         tail = c.device_array(s._pos.shape[:-1] + (n,), dtype=s._pos.dtype)
         tail[_all_but_last(s._pos)] = s._pos[_all_but_last(s._pos, W - n)]  # the walker axis is the device's last
         states = s.rng_states()
         s.branch(np.arange(W - n), states[:W - n])
-        positions = tail.copy_to_host().transpose(np.argsort(axes)).astype(np.float64)
-        return Walkers(np.ascontiguousarray(positions), np.zeros((n, 0)), np.ones(n), states[W - n:].copy())
+        return tail, states[W - n:].copy()
+
+    def take_last_shared(self, n: int) -> "SharedWalkers":
+        """As :meth:`take_last`, but the walkers stay on this device and another process on this host that sees it
+        copies them from there (:meth:`append`, CUDA IPC). They are kept here until :meth:`release_shared`."""
+        if getattr(self._sweeper, "DEVICE_AXES", None) is None:
+            raise ValueError("take_last_shared: this GPU sweeper keeps no walker axis on the device")
+        tail, states = self._cut_last(n)
+        self._shared = getattr(self, "_shared", []) + [tail]
+        return SharedWalkers(tail.get_ipc_handle(), n, states)
+
+    def release_shared(self) -> None:
+        """Free the walkers given by :meth:`take_last_shared` (their receivers have copied them)."""
+        self._shared = []
 
     def append(self, walkers) -> None:
-        """Add ``walkers`` (another ensemble's, e.g. from :meth:`take_last`) after these; on a sweeper that declares
-        ``DEVICE_AXES`` only the new walkers are uploaded."""
+        """Add ``walkers`` (another ensemble's, from :meth:`take_last`, or :class:`SharedWalkers` from another
+        process's :meth:`take_last_shared`) after these; on a sweeper that declares ``DEVICE_AXES`` only the new
+        walkers are uploaded, or copied from device to device."""
         s, W = self._sweeper, self.walkers.n_walkers
         if getattr(s, "DEVICE_AXES", None) is None:
             self.sync()
             host_append(self, walkers)
             return
+        if isinstance(walkers, SharedWalkers):
+            c = cuda_import.bind({})
+            source = walkers.handle.open()  # the giver's memory (peer access, or staged by numba through the host)
+            try:
+                new = c.device_array(source.shape, dtype=source.dtype)
+                new.copy_to_device(source)
+            finally:
+                walkers.handle.close()
+        else:
+            new = np.ascontiguousarray(walkers.positions.transpose(s.DEVICE_AXES), dtype=s._pos.dtype)
         # grow on the device (the new columns copies of walker 0, with the newcomers' streams), then overwrite them
         s.branch(np.concatenate([np.arange(W), np.zeros(walkers.n_walkers, dtype=np.int64)]),
                  np.concatenate([s.rng_states(), walkers.rng_states]))
-        s._pos[_all_but_last(s._pos, W)] = np.ascontiguousarray(walkers.positions.transpose(s.DEVICE_AXES),
-                                                                 dtype=s._pos.dtype)
+        s._pos[_all_but_last(s._pos, W)] = new
 
     def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
         return equilibrate(self, n_sweeps, chunk)

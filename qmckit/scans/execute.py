@@ -229,8 +229,10 @@ def _connect(cluster):
 
 
 def _gpu_cluster(gpus: int):
-    """A Dask cluster of one process worker per GPU, each pinned to its card by CUDA_VISIBLE_DEVICES (spawned, so
-    no worker inherits this process's CUDA state); scheduler and dashboard on 127.0.0.1."""
+    """A Dask cluster of one process worker per GPU, each on its card by CUDA_VISIBLE_DEVICES (spawned, so no worker
+    inherits this process's CUDA state); scheduler and dashboard on 127.0.0.1. Worker k sees the cards in turn from
+    its own (k, k+1, …, 0, …, k−1, as dask-cuda's LocalCUDACluster does): it computes on its first card, and can open
+    the others' memory to copy walkers between parts of a split run directly (CUDA IPC)."""
     try:
         from distributed import Nanny, Scheduler, SpecCluster
     except ImportError:
@@ -248,7 +250,7 @@ def _gpu_cluster(gpus: int):
     visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()] or \
         [str(k) for k in range(present)]
     workers = {f"gpu{k}": {"cls": Nanny, "options": {"nthreads": 1, "env": {
-        "CUDA_VISIBLE_DEVICES": visible[k], "NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"}}}
+        "CUDA_VISIBLE_DEVICES": ",".join(visible[k:] + visible[:k]), "NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"}}}
         for k in range(n)}
     cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
         "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}})

@@ -99,6 +99,8 @@ class DMCPart:
         dmc.trial_energy, dmc.start_sigma = float(trial_energy), float(start_sigma)
         dmc.best_sums, dmc.diffusion_sums = [float(x) for x in best_sums], [float(x) for x in diffusion_sums]
         self.run.vmc.recompute()  # discard the round-off of incremental cache updates, as a run's block does
+        if hasattr(dmc.driver, "release_shared"):  # the walkers given on the device have been copied
+            dmc.driver.release_shared()
         records, starts, log_weight = [], [], [0.0]
         for _ in range(steps):
             starts.append(dmc.walkers.n_walkers)
@@ -116,19 +118,36 @@ class DMCPart:
         dmc.branch(np.full(dmc.walkers.n_walkers, float(copies)), dmc.energies)
         return dmc.walkers.n_walkers
 
-    def give(self, n: int) -> dict:
-        """Remove this part's last ``n`` walkers and return them with their energies."""
+    def where(self) -> dict | None:
+        """Where this part's walkers live when they are on a GPU that shares them (host, device and the devices this
+        process sees: :func:`~qmckit.samplers.cuda.device_identity`, and the process); None when they are on the
+        host."""
+        if not hasattr(self.run.vmc, "take_last_shared") or getattr(self.run.vmc._sweeper, "DEVICE_AXES", None) is None:
+            return None
+        import os
+
+        from ..samplers.cuda import device_identity
+
+        return {**device_identity(), "pid": os.getpid()}
+
+    def give(self, counts, shared) -> list[dict]:
+        """Remove this part's last walkers, ``counts[j]`` for the j-th receiver, and return them with their energies:
+        left on this GPU for a receiver that can copy them from there where ``shared[j]``, else through the host."""
         dmc = self.run.dmc
-        keep = dmc.walkers.n_walkers - n
-        out = {"walkers": dmc.driver.take_last(n), "energies": dmc.energies[keep:].copy()}
-        dmc.energies = dmc.energies[:keep].copy()
+        out = []
+        for n, on_device in zip(counts, shared):
+            keep = dmc.walkers.n_walkers - n
+            walkers = dmc.driver.take_last_shared(n) if on_device else dmc.driver.take_last(n)
+            out.append({"walkers": walkers, "energies": dmc.energies[keep:].copy()})
+            dmc.energies = dmc.energies[:keep].copy()
         return out
 
-    def receive(self, given: dict) -> int:
-        """Append walkers that another part gave (:meth:`give`); returns the population."""
+    def receive(self, given: list[dict]) -> int:
+        """Append the walkers that other parts gave (:meth:`give`), in turn; returns the population."""
         dmc = self.run.dmc
-        dmc.driver.append(given["walkers"])
-        dmc.energies = np.concatenate([dmc.energies, given["energies"]])
+        for g in given:
+            dmc.driver.append(g["walkers"])
+            dmc.energies = np.concatenate([dmc.energies, g["energies"]])
         return dmc.walkers.n_walkers
 
 
@@ -140,7 +159,7 @@ def split_run(config, parts: int, client="serial", progress=None) -> dict:
     DMC block. Returns ``{"estimates": {name: Estimate dict}, "series" (the merged energy per step or sweep, in the
     reported unit), "walkers" (the parts' counts), "parts", "seeds", "acceptance"}``; a DMC run adds ``weights``,
     ``population``, ``trial_energy`` (series), ``tau_eff``, ``equilibration_s`` and ``blocks_s`` (wall times),
-    ``rebalanced`` (walkers moved between parts),
+    ``rebalanced`` (walkers moved between parts; ``moved_on_device`` of them straight from GPU to GPU),
     ``resampled`` (how often the parts' weights were evened out), ``rebalance_s`` (wall time spent evening out),
     ``load_imbalance`` (the mean over steps of the largest part's population over the parts' mean, minus one: the
     fraction of a step the other parts wait), ``weight_efficiency`` (the mean over steps of n_eff/n of the parts'
@@ -180,6 +199,7 @@ class _Parts:
 
     def __init__(self, client, base: dict, counts, targets, seeds):
         args = list(zip(counts, targets, seeds))
+        self.moved_on_device = 0  # walkers copied from GPU to GPU between parts
         if client == "serial":
             self.handles, self.remote = [DMCPart(base, *a) for a in args], False
             return
@@ -193,6 +213,16 @@ class _Parts:
         futures = [client.submit(DMCPart, base, *a, actor=True, pure=False, workers=[workers[k % len(workers)]],
                                  allow_other_workers=False) for k, a in enumerate(args)]
         self.handles, self.remote = [f.result() for f in futures], True
+        self.places = self.call("where", [()] * len(self.handles))
+
+    def shares_device(self, giver: int, receiver: int) -> bool:
+        """Whether ``receiver`` can copy ``giver``'s walkers straight from its GPU: both on GPUs, in other processes of
+        one host, the giver's GPU visible to the receiver."""
+        if not self.remote:
+            return False
+        g, r = self.places[giver], self.places[receiver]
+        return g is not None and r is not None and g["host"] == r["host"] and g["pid"] != r["pid"] and \
+            g["device"] in r["visible"]
 
     def call(self, method: str, args, which=None) -> list:
         """``handle.method(*a)`` for each part (or each part numbered in ``which``) and its ``a`` in ``args``; the
@@ -291,7 +321,8 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
             "population": np.array(merged["population"]), "trial_energy": np.array(merged["trial_energy"]) / scale,
             "walkers": counts, "parts": parts, "seeds": seeds, "acceptance": float(np.mean(merged["acceptance"])),
             "tau_eff": config.dt * accepted / proposed if proposed > 0 else config.dt,
-            "equilibration_s": equilibration_s, "blocks_s": blocks_s, "rebalanced": moved, "resampled": resampled,
+            "equilibration_s": equilibration_s, "blocks_s": blocks_s, "rebalanced": moved,
+            "moved_on_device": group.moved_on_device, "resampled": resampled,
             "rebalance_s": rebalance_s, "load_imbalance": float(np.mean(imbalance)),
             "weight_efficiency": float(np.mean(efficiency)), "population_cap_hits": cap_hits}
 
@@ -299,24 +330,33 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
 def _rebalance(group: _Parts, pops: list[int], always: bool = False) -> int:
     """Move walkers from the parts above their shares of the total to those below, when one is more than
     :data:`REBALANCE_FRACTION` (and one walker) away, or ``always``; updates ``pops`` and returns the walkers
-    moved."""
+    moved. Each giver hands its walkers straight to its receivers' GPUs where they see its GPU (CUDA IPC: parts on one
+    host, :func:`~qmckit.scans.execute.start_executor`'s GPU workers), else through this process."""
     shares = partition(sum(pops), len(pops))
     if all(abs(p - s) <= max(1.0, 0.0 if always else REBALANCE_FRACTION * s) for p, s in zip(pops, shares)):
         return 0
-    from ..walkers import Walkers
-
-    donors = [k for k in range(len(pops)) if pops[k] > shares[k]]
-    given = group.call("give", [(pops[k] - shares[k],) for k in donors], donors)
-    pool = Walkers.merge([g["walkers"] for g in given])
-    energies = np.concatenate([g["energies"] for g in given])
-    start, receivers, payloads = 0, [], []
+    # givers and receivers matched in order: (giver, receiver, walkers)
+    surplus = [[k, pops[k] - shares[k]] for k in range(len(pops)) if pops[k] > shares[k]]
+    transfers = []
     for k in range(len(pops)):
         need = shares[k] - pops[k]
-        if need > 0:
-            index = np.arange(start, start + need)
-            receivers.append(k)
-            payloads.append(({"walkers": pool.take(index), "energies": energies[index]},))
-            start += need
-    group.call("receive", payloads, receivers)
+        while need > 0:
+            n = min(need, surplus[0][1])
+            transfers.append((surplus[0][0], k, n))
+            need -= n
+            surplus[0][1] -= n
+            if surplus[0][1] == 0:
+                surplus.pop(0)
+    givers = sorted({g for g, _, _ in transfers})
+    receivers = sorted({r for _, r, _ in transfers})
+    mine = {g: [t for t in transfers if t[0] == g] for g in givers}
+    group.moved_on_device += sum(n for g, r, n in transfers if group.shares_device(g, r))
+    given = group.call("give", [([n for _, _, n in mine[g]], [group.shares_device(g, r) for _, r, _ in mine[g]])
+                                for g in givers], givers)
+    payloads = {r: [] for r in receivers}
+    for g, out in zip(givers, given):
+        for (_, r, _), payload in zip(mine[g], out):
+            payloads[r].append(payload)
+    group.call("receive", [(payloads[r],) for r in receivers], receivers)
     pops[:] = shares
-    return start
+    return sum(n for _, _, n in transfers)
