@@ -140,7 +140,8 @@ def split_dmc(args) -> dict:
                           "population": result["estimates"]["population"]["mean"], "tau_eff": result["tau_eff"],
                           "rebalanced": result["rebalanced"], "resampled": result["resampled"],
                           "rebalance_s": result["rebalance_s"], "load_imbalance": result["load_imbalance"],
-                          "weight_efficiency": result["weight_efficiency"],
+                          "weight_efficiency": result["weight_efficiency"], "setup_s": result["setup_s"],
+                          "calls_s": result["calls_s"],
                           "population_cap_hits": result["population_cap_hits"],
                           "acceptance": result["acceptance"]}
     e1, e2 = (out["runs"][n]["energy_per_particle"] for n in (1, 2))

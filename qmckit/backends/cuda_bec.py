@@ -589,6 +589,22 @@ def gather_kernel():
     return gather
 
 
+@functools.lru_cache(maxsize=None)
+def put_kernel():
+    """dst[k, i, start + w] = src[k, i, w] for positions with the walker axis last (appending walkers on the device)."""
+    _cuda()
+
+    @cuda.jit
+    def put(dst, start, src):
+        w = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        i = cuda.blockIdx.y
+        k = cuda.blockIdx.z
+        if w < src.shape[2]:
+            dst[k, i, start + w] = src[k, i, w]
+
+    return put
+
+
 def kernels(dtype=np.float64, track_diffusion: bool = False):
     """The compiled-on-demand kernels for ``dtype`` (float64 or float32) as a dict
     ``{"thread": sweep_thread_per_walker, "block": sweep_block_per_walker, "dtype": ...}``.

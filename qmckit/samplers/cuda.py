@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends import cuda_import
+from ..backends.cuda_bec import gather_kernel, put_kernel
 from ..backends.cpu_kernels import kernels_for, variant_flags
 from ..rng import fork_from
 from ..systems.protocol import require
@@ -156,8 +157,8 @@ class CudaSampler:
         their random states)."""
         s, W = self._sweeper, self.walkers.n_walkers
         c = cuda_import.bind({})
-        tail = c.device_array(s._pos.shape[:-1] + (n,), dtype=s._pos.dtype)
-        tail[_all_but_last(s._pos)] = s._pos[_all_but_last(s._pos, W - n)]  # the walker axis is the device's last
+        tail = c.device_array(s._pos.shape[:-1] + (n,), dtype=s._pos.dtype)  # the walker axis is the device's last
+        gather_kernel()[_columns_grid(tail), _THREADS](s._pos, c.to_device(np.arange(W - n, W)), tail)
         states = s.rng_states()
         s.branch(np.arange(W - n), states[:W - n])
         return tail, states[W - n:].copy()
@@ -184,8 +185,8 @@ class CudaSampler:
             self.sync()
             host_append(self, walkers)
             return
+        c = cuda_import.bind({})
         if isinstance(walkers, SharedWalkers):
-            c = cuda_import.bind({})
             source = walkers.handle.open()  # the giver's memory (peer access, or staged by numba through the host)
             try:
                 new = c.device_array(source.shape, dtype=source.dtype)
@@ -193,11 +194,11 @@ class CudaSampler:
             finally:
                 walkers.handle.close()
         else:
-            new = np.ascontiguousarray(walkers.positions.transpose(s.DEVICE_AXES), dtype=s._pos.dtype)
+            new = c.to_device(np.ascontiguousarray(walkers.positions.transpose(s.DEVICE_AXES), dtype=s._pos.dtype))
         # grow on the device (the new columns copies of walker 0, with the newcomers' streams), then overwrite them
         s.branch(np.concatenate([np.arange(W), np.zeros(walkers.n_walkers, dtype=np.int64)]),
                  np.concatenate([s.rng_states(), walkers.rng_states]))
-        s._pos[_all_but_last(s._pos, W)] = new
+        put_kernel()[_columns_grid(new), _THREADS](s._pos, W, new)
 
     def equilibrate(self, n_sweeps: int, chunk: int = 10) -> float:
         return equilibrate(self, n_sweeps, chunk)
@@ -228,6 +229,10 @@ class CudaSampler:
         return out
 
 
-def _all_but_last(array, start: int = 0) -> tuple:
-    """The index ``[:, …, :, start:]`` of ``array`` (numba's device arrays take no Ellipsis)."""
-    return (slice(None),) * (array.ndim - 1) + (slice(start, None),)
+_THREADS = 128  # threads per block of the column kernels
+
+
+def _columns_grid(array) -> tuple:
+    """The grid of :func:`~qmckit.backends.cuda_bec.gather_kernel` and ``put_kernel`` over ``array``'s walker columns
+    (a 3-axis device array, the walker axis last): (blocks of walkers, axis 1, axis 0)."""
+    return ((array.shape[2] + _THREADS - 1) // _THREADS, array.shape[1], array.shape[0])

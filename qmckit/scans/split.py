@@ -161,6 +161,7 @@ def split_run(config, parts: int, client="serial", progress=None) -> dict:
     ``population``, ``trial_energy`` (series), ``tau_eff``, ``equilibration_s`` and ``blocks_s`` (wall times),
     ``rebalanced`` (walkers moved between parts; ``moved_on_device`` of them straight from GPU to GPU),
     ``resampled`` (how often the parts' weights were evened out), ``rebalance_s`` (wall time spent evening out),
+    ``setup_s`` (wall time to start the parts), ``calls_s`` (wall time of the calls to the parts, by method),
     ``load_imbalance`` (the mean over steps of the largest part's population over the parts' mean, minus one: the
     fraction of a step the other parts wait), ``weight_efficiency`` (the mean over steps of n_eff/n of the parts'
     weights) and ``population_cap_hits``."""
@@ -200,6 +201,7 @@ class _Parts:
     def __init__(self, client, base: dict, counts, targets, seeds):
         args = list(zip(counts, targets, seeds))
         self.moved_on_device = 0  # walkers copied from GPU to GPU between parts
+        self.seconds = {}  # wall time of the calls to the parts, by method
         if client == "serial":
             self.handles, self.remote = [DMCPart(base, *a) for a in args], False
             return
@@ -227,9 +229,12 @@ class _Parts:
     def call(self, method: str, args, which=None) -> list:
         """``handle.method(*a)`` for each part (or each part numbered in ``which``) and its ``a`` in ``args``; the
         results in that order."""
+        start = time.perf_counter()
         handles = self.handles if which is None else [self.handles[k] for k in which]
         calls = [getattr(h, method)(*a) for h, a in zip(handles, args)]
-        return [c.result() for c in calls] if self.remote else calls
+        out = [c.result() for c in calls] if self.remote else calls
+        self.seconds[method] = self.seconds.get(method, 0.0) + time.perf_counter() - start
+        return out
 
 
 def _split_dmc(config, parts: int, client, progress) -> dict:
@@ -242,7 +247,9 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
     counts = partition(config.walkers, parts)
     targets = partition(config.target_walkers, parts)
     seeds = [part_seed(config.seed, parts, k) for k in range(parts)]
+    start = time.perf_counter()
     group = _Parts(client, asdict(config), counts, targets, seeds)
+    setup_s = time.perf_counter() - start
 
     start = time.perf_counter()
     states = group.call("equilibrate", [()] * parts)
@@ -323,7 +330,7 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
             "tau_eff": config.dt * accepted / proposed if proposed > 0 else config.dt,
             "equilibration_s": equilibration_s, "blocks_s": blocks_s, "rebalanced": moved,
             "moved_on_device": group.moved_on_device, "resampled": resampled,
-            "rebalance_s": rebalance_s, "load_imbalance": float(np.mean(imbalance)),
+            "rebalance_s": rebalance_s, "setup_s": setup_s, "calls_s": dict(group.seconds), "load_imbalance": float(np.mean(imbalance)),
             "weight_efficiency": float(np.mean(efficiency)), "population_cap_hits": cap_hits}
 
 
