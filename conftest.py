@@ -2,6 +2,8 @@ import os
 
 # Tests and notebooks (their kernels inherit this environment) run at CI-friendly sizes.
 os.environ.setdefault("QMCKIT_FAST", "1")
+# the exercise notebooks (notebooks/exercises) run the teacher's solutions in place of the students' cells
+os.environ.setdefault("QMCKIT_EXERCISE_SOLUTIONS", "1")
 
 _NOTEBOOK_SECONDS: dict = {}
 

@@ -1,5 +1,7 @@
 """Exercise checks (issue 28): each task's right answer passes, and each typical mistake of the catalogue gets its
 own message, not just a fail."""
+from pathlib import Path
+
 import numba as nb
 import numpy as np
 import pytest
@@ -81,6 +83,95 @@ def test_typical_mistakes_in_task_e_get_their_own_message(answer, words):
 
 
 def test_an_unknown_task_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="task must be one of p1.a, p1.e"):
+    with pytest.raises(ValueError, match="task must be one of p1.a, p1.b, p1.c, p1.d, p1.e"):
         check_task("p9.z")
-    assert {"p1.a", "p1.e"} <= set(TASKS)
+    assert {"p1.a", "p1.b", "p1.c", "p1.d", "p1.e"} <= set(TASKS)
+
+
+# the exercise notebooks: every task cell has the teacher's solution, which nbval runs in its place (conftest.py sets
+# QMCKIT_EXERCISE_SOLUTIONS=1; qmckit.teach.start), and every check passes on it there
+EXERCISES = Path(__file__).resolve().parents[1] / "notebooks" / "exercises"
+
+
+@pytest.mark.parametrize("exercise", ["p1_bosons"])
+def test_every_task_cell_of_an_exercise_has_a_solution_and_a_check(exercise):
+    import nbformat
+
+    from qmckit.teach.notebook import read_solutions
+
+    cells = nbformat.read(EXERCISES / f"{exercise}.ipynb", as_version=4).cells
+    tasks = [c.source.splitlines()[0].split()[2] for c in cells if c.cell_type == "code" and c.source.startswith("# task ")]
+    solutions = read_solutions(EXERCISES / "solutions" / f"{exercise}.py")
+    assert tasks and sorted(tasks) == sorted(solutions)
+    checked = {name for c in cells for name in tasks if f'check_task("{name}"' in c.source}
+    assert checked == set(tasks) and checked <= set(TASKS)
+
+
+def _solutions(exercise: str) -> dict:
+    """The solution functions of ``exercise``, defined as the notebook defines them."""
+    from qmckit.teach.notebook import read_solutions
+
+    namespace = {"np": np}
+    for source in read_solutions(EXERCISES / "solutions" / f"{exercise}.py").values():
+        exec(source, namespace)
+    return namespace
+
+
+def _metropolis(alpha, n, dim, steps, seed=0, step=1.0, squared=True, record_rejected=True):
+    """A brute-force walk with two typical mistakes to switch on: |ψ| sampled for |ψ|², energies of accepted moves
+    only."""
+    rng = np.random.default_rng(seed)
+    R = rng.normal(size=(n, dim)) * 0.5
+    log_psi, energies, accepted = -alpha * np.sum(R * R), [], 0
+    for _ in range(steps):
+        trial = R + step * (rng.random((n, dim)) - 0.5)
+        log_trial = -alpha * np.sum(trial * trial)
+        if rng.random() < np.exp((2 if squared else 1) * (log_trial - log_psi)):
+            R, log_psi, accepted = trial, log_trial, accepted + 1
+            if not record_rejected:
+                energies.append(local_energy(R, np.array([alpha])))
+        if record_rejected:
+            energies.append(local_energy(R, np.array([alpha])))
+    return np.array(energies), accepted / steps
+
+
+def _importance(alpha, n, dim, steps, seed=0, dt=0.05, green=1):
+    """A Langevin walk whose Green's-function ratio is right (green=1), missing (0) or inverted (−1)."""
+    rng = np.random.default_rng(seed)
+    R = rng.normal(size=(n, dim)) * 0.5
+    log_psi, force, energies, accepted = -alpha * np.sum(R * R), -4 * alpha * R, np.empty(steps), 0
+    for k in range(steps):
+        trial = R + 0.5 * force * dt + np.sqrt(dt) * rng.normal(size=(n, dim))
+        log_trial, force_trial = -alpha * np.sum(trial * trial), -4 * alpha * trial
+        forward = np.sum((trial - R - 0.5 * dt * force) ** 2)
+        backward = np.sum((R - trial - 0.5 * dt * force_trial) ** 2)
+        if rng.random() < np.exp(2 * (log_trial - log_psi) + green * (forward - backward) / (2 * dt)):
+            R, log_psi, force, accepted = trial, log_trial, force_trial, accepted + 1
+        energies[k] = local_energy(R, np.array([alpha]))
+    return energies, accepted / steps
+
+
+def test_the_solutions_pass_tasks_b_c_and_d():
+    solutions = _solutions("p1_bosons")
+    for name, answer in (("p1.b", dict(metropolis=solutions["metropolis"])),
+                         ("p1.c", dict(importance=solutions["importance"])),
+                         ("p1.d", dict(energy_gradient=solutions["energy_gradient"]))):
+        feedback = check_task(name, **answer)
+        assert feedback.passed and not feedback.cause, feedback.text
+
+
+@pytest.mark.parametrize("name, answer, words", [
+    ("p1.b", dict(metropolis=lambda *a, **k: _metropolis(*a, **k, squared=False)), "sample |ψ_T|, not |ψ_T|²"),
+    ("p1.b", dict(metropolis=lambda *a, **k: _metropolis(*a, **k, record_rejected=False)),
+     "you record E_L only when a move is accepted"),
+    ("p1.b", dict(metropolis=lambda a, n, d, s, seed=0, step=1.0: _metropolis(a, n, d, s, seed, step=40.0)),
+     "the acceptance is 0.000"),
+    ("p1.c", dict(importance=lambda *a, **k: _importance(*a, **k, green=0)), "Green's-function ratio"),
+    ("p1.c", dict(importance=lambda *a, **k: _importance(*a, **k, green=-1)), "Green's-function ratio"),
+    ("p1.d", dict(energy_gradient=lambda e, d: np.mean(e * d) - np.mean(e) * np.mean(d)), "half the gradient"),
+    ("p1.d", dict(energy_gradient=lambda e, d: 2 * (np.mean(e) * np.mean(d) - np.mean(e * d))), "sign is reversed"),
+    ("p1.d", dict(energy_gradient=lambda e, d: 2 * np.mean(e * d)), "forgot to subtract ⟨E_L⟩⟨∂lnψ⟩"),
+])
+def test_typical_mistakes_in_tasks_b_c_and_d_get_their_own_message(name, answer, words):
+    feedback = check_task(name, **answer)
+    assert not feedback.passed and words in feedback.cause, feedback.text

@@ -10,6 +10,7 @@ energy", "your error is the naive σ/√n: the samples are correlated, τ_int �
 :func:`task`; ``docs/teaching.md`` says how to add one.
 """
 from .feedback import TASKS, Feedback, check_task, task
+from .notebook import start
 from . import p1_bosons  # noqa: F401  (registers project 1's tasks)
 
-__all__ = ["check_task", "Feedback", "TASKS", "task"]
+__all__ = ["check_task", "Feedback", "TASKS", "task", "start"]

@@ -47,6 +47,11 @@ def task(name: str):
 
 def check_task(name: str, *args, **kwargs) -> Feedback:
     """Run the check of task ``name`` on the student's answer (its arguments: see the task's docstring)."""
+    from . import notebook
+
     if name not in TASKS:
         raise ValueError(f"task must be one of {', '.join(sorted(TASKS))}, got {name!r}")
-    return TASKS[name](*args, **kwargs)
+    feedback = TASKS[name](*args, **kwargs)
+    if notebook.solutions_in and not feedback.passed:  # a teacher's solution must pass its check
+        raise AssertionError(f"the solution of {name} does not pass its check:\n{feedback.text}")
+    return feedback

@@ -1,13 +1,19 @@
 """FYS4411 project 1 (trapped bosons): the checks of its tasks.
 
 ħ = m = ω_ho = 1; the spherical trap V = ½ Σ r², ψ_T = exp(−α Σ r²) for N bosons in d dimensions; without the
-interaction E_L = N·d·α + (½ − 2α²) Σ r², ∇_i ln ψ = −2α r_i, and ⟨E⟩ = N·d·(α/2 + 1/(8α)), exact N·d/2 at α = ½.
+interaction E_L = N·d·α + (½ − 2α²) Σ r², ∇_i ln ψ = −2α r_i, and ⟨E⟩ = N·d·(α/2 + 1/(8α)), exact N·d/2 at α = ½;
+|ψ_T|² is a Gaussian with variance 1/(4α) per coordinate, and dE/dα = N·d·(½ − 1/(8α²)).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .feedback import Feedback, task
+
+
+def exact_energy(alpha: float, n: int, dim: int) -> float:
+    """⟨E_L⟩ of ψ_T = exp(−α Σ r²) in the spherical trap, in ħω: N·d·(α/2 + 1/(8α))."""
+    return n * dim * (alpha / 2 + 1 / (8 * alpha))
 
 
 def _log_psi(R, p):
@@ -47,7 +53,7 @@ def analytic_local_energy_and_drift(local_energy=None, drift=None, n: int = 3, d
             subject = "drift" if line.startswith("drift") else "E_L"
             if "agrees" not in line:
                 obtained.append(line)
-    return Feedback("p1.a", False, expected, " ".join(obtained), "; ".join(causes) or "see the comparison above",
+    return Feedback("p1.a", False, expected, "; ".join(obtained), "; ".join(causes) or "see the comparison above",
                     ["qmckit.check(system) prints the whole comparison"])
 
 
@@ -90,3 +96,126 @@ def blocking(blocking, n: int = 2 ** 16, rho: float = 0.9, seed: int = 1) -> Fee
     else:
         cause = "too large: stop blocking at the plateau, before too few blocks are left to estimate a variance"
     return Feedback("p1.e", False, expected, obtained, cause)
+
+
+def _sampler_answer(sampler, alpha: float, n: int, dim: int, steps: int, seed: int, **settings):
+    """Run the student's sampler; (energies, acceptance) or a Feedback saying why it could not be used."""
+    try:
+        out = sampler(alpha, n, dim, steps, seed=seed, **settings)
+        energies, acceptance = np.asarray(out[0], dtype=float), float(out[1])
+    except Exception as err:  # the student's function failed or returned something else: say which
+        return None, f"{sampler.__name__}(...) gave no (energies, acceptance): {type(err).__name__}: {err}"
+    return (energies, acceptance), None
+
+
+def _sampler_feedback(name: str, sampler, n: int, dim: int, steps: int, seed: int, settings: list[dict],
+                      setting_name: str, dependence: str) -> Feedback:
+    """The shared check of tasks b and c: zero variance at α = ½, the closed form within 4σ at α = 0.4 for every
+    setting (a step length, or δt), and the diagnoses of the typical mistakes; ``dependence`` is the likely cause
+    when the mean changes with the setting."""
+    from ..stats import estimate
+
+    exact = exact_energy(0.4, n, dim)
+    expected = (f"E_L = N·d/2 = {n * dim / 2:g} ħω at every step at α = ½ (zero variance); at α = 0.4 the mean "
+                f"⟨E⟩ = N·d·(α/2 + 1/(8α)) = {exact:.4g} ħω within the error bar, for every {setting_name}")
+    answer, problem = _sampler_answer(sampler, 0.5, n, dim, steps // 4, seed, **settings[0])
+    if problem:
+        return Feedback(name, False, expected, problem)
+    energies, _ = answer
+    if energies.size == 0 or not np.allclose(energies, n * dim / 2, rtol=1e-9, atol=1e-9):
+        spread = f"from {energies.min():.4g} to {energies.max():.4g}" if energies.size else "no samples"
+        return Feedback(name, False, expected, f"at α = ½ the energies run {spread}",
+                        "at α = ½ ψ_T is the exact ground state: every E_L must be N·d/2; check your local energy "
+                        "(task a)")
+    obtained, failures, means = [], [], []
+    for k, setting in enumerate(settings):
+        answer, problem = _sampler_answer(sampler, 0.4, n, dim, steps, seed + 1 + k, **setting)
+        if problem:
+            return Feedback(name, False, expected, problem)
+        energies, acceptance = answer
+        label = ", ".join(f"{key} = {value:g}" for key, value in setting.items())
+        if energies.size < 0.99 * steps:
+            return Feedback(name, False, expected, f"{energies.size} energies from {steps} steps ({label})",
+                            "you record E_L only when a move is accepted: a rejected move counts the old "
+                            "configuration once more, so record E_L after every step")
+        est = estimate(energies)
+        means.append(est)
+        pull = (est.mean - exact) / est.error if est.error > 0 else np.inf
+        obtained.append(f"{est.mean:.4f} ± {est.error:.4f} ħω at {label} (acceptance {acceptance:.2f}, "
+                        f"{pull:+.1f}σ)")
+        if abs(pull) > 4:
+            failures.append((setting, est, acceptance, label))
+    if not failures:
+        return Feedback(name, True, expected, "; ".join(obtained))
+    setting, est, acceptance, label = failures[0]
+    psi_not_squared = n * dim / (4 * 0.4)  # ⟨E_L⟩ over |ψ_T| instead of |ψ_T|²: r² per coordinate 1/(2α)
+    if abs(est.mean - psi_not_squared) < 4 * est.error + 0.01 * psi_not_squared:
+        cause = (f"your walkers sample |ψ_T|, not |ψ_T|²: ⟨E_L⟩ over |ψ_T| is N·d/(4α) = {psi_not_squared:.4g}; the "
+                 "acceptance ratio is |ψ_T(R′)/ψ_T(R)|² = exp(2 (ln ψ_T(R′) − ln ψ_T(R)))")
+    elif acceptance < 0.05 or acceptance > 0.995:
+        cause = (f"the acceptance is {acceptance:.3f}: with so few {'rejections' if acceptance > 0.5 else 'moves'} "
+                 f"the walk hardly explores |ψ_T|²; choose a {setting_name} that accepts 30–90 % of the moves")
+    elif len(failures) < len(settings) or abs(means[0].mean - means[-1].mean) > 4 * np.hypot(means[0].error,
+                                                                                             means[-1].error):
+        cause = f"the mean changes with the {setting_name} ({label} is off): {dependence}"
+    else:
+        cause = (f"the mean is {abs(est.mean - exact) / est.error:.0f} error bars from the closed form: the walk does "
+                 "not sample |ψ_T|² (check the acceptance test: accept when a uniform u < the ratio)")
+    return Feedback(name, False, expected, "; ".join(obtained), cause)
+
+
+@task("p1.b")
+def brute_force_metropolis(metropolis, n: int = 2, dim: int = 3, steps: int = 20000, seed: int = 1) -> Feedback:
+    """Task b: the student's ``metropolis(alpha, n, dim, steps, seed=, step=) -> (energies, acceptance)``, a
+    brute-force Metropolis walk of one walker (uniform moves of length ``step``) recording E_L after every step,
+    checked at two step lengths."""
+    return _sampler_feedback("p1.b", metropolis, n, dim, steps, seed, [{"step": 1.0}, {"step": 2.0}], "step length",
+                             "a symmetric move (uniform around R) is accepted with |ψ_T(R′)/ψ_T(R)|² alone, whatever "
+                             "its length; check that the move is centred on R and the old configuration is kept when "
+                             "a move is rejected")
+
+
+@task("p1.c")
+def importance_sampling(importance, n: int = 2, dim: int = 3, steps: int = 20000, seed: int = 1) -> Feedback:
+    """Task c: the student's ``importance(alpha, n, dim, steps, seed=, dt=) -> (energies, acceptance)``, a Langevin
+    (drift–diffusion) walk with the Metropolis–Hastings acceptance, checked at a small and a large time step: with
+    the Green's-function ratio the mean is exact at any δt; without it, the bias grows with δt."""
+    return _sampler_feedback("p1.c", importance, n, dim, steps, seed, [{"dt": 0.05}, {"dt": 0.8}], "time step δt",
+                             "an importance-sampled walk is exact at any δt only with the Green's-function ratio "
+                             "G(R←R′)/G(R′←R) in the acceptance; check that it is there and not inverted, "
+                             "G(R′←R) ∝ exp(−|R′ − R − ½δt F(R)|²/(2δt)) with F = 2∇ln ψ_T")
+
+
+@task("p1.d")
+def energy_gradient(energy_gradient, n: int = 10, dim: int = 3, samples: int = 100_000, seed: int = 1) -> Feedback:
+    """Task d: the student's ``energy_gradient(local_energies, dlnpsi) -> dE/dα`` from samples of |ψ_T|², with
+    ``dlnpsi`` = ∂ ln ψ_T/∂α = −Σ r² at each sample: 2(⟨E_L ∂lnψ⟩ − ⟨E_L⟩⟨∂lnψ⟩), checked on exact samples at
+    α = 0.4 and 0.6 against that estimator and the closed form N·d·(½ − 1/(8α²))."""
+    rng = np.random.default_rng(seed)
+    expected = "dE/dα = 2(⟨E_L ∂_α ln ψ⟩ − ⟨E_L⟩⟨∂_α ln ψ⟩), → N·d·(½ − 1/(8α²)) with many samples"
+    obtained, cause = [], ""
+    for alpha in (0.4, 0.6):
+        R = rng.normal(scale=np.sqrt(1 / (4 * alpha)), size=(samples, n, dim))  # exact samples of |ψ_T|²
+        r2 = np.sum(R * R, axis=(1, 2))
+        e_l, dlnpsi = n * dim * alpha + (0.5 - 2 * alpha ** 2) * r2, -r2
+        right = 2 * (np.mean(e_l * dlnpsi) - np.mean(e_l) * np.mean(dlnpsi))
+        exact = n * dim * (0.5 - 1 / (8 * alpha ** 2))
+        try:
+            value = float(energy_gradient(e_l.copy(), dlnpsi.copy()))
+        except Exception as err:
+            return Feedback("p1.d", False, expected, f"energy_gradient raised {type(err).__name__}: {err}")
+        obtained.append(f"{value:.4g} at α = {alpha} (closed form {exact:.4g})")
+        if np.isclose(value, right, rtol=1e-6):
+            continue
+        if np.isclose(value, right / 2, rtol=1e-6):
+            cause = "half the gradient: dE/dα = 2(⟨E_L ∂lnψ⟩ − ⟨E_L⟩⟨∂lnψ⟩), with the factor 2"
+        elif np.isclose(value, -right, rtol=1e-6) or np.isclose(value, -right / 2, rtol=1e-6):
+            cause = "the sign is reversed: a descent step α ← α − η dE/dα would climb"
+        elif np.isclose(value, 2 * np.mean(e_l * dlnpsi), rtol=1e-6) or np.isclose(value, np.mean(e_l * dlnpsi),
+                                                                                       rtol=1e-6):
+            cause = ("you forgot to subtract ⟨E_L⟩⟨∂lnψ⟩: the normalisation of ψ_T changes with α too, and "
+                     "⟨E_L ∂lnψ⟩ alone is dominated by ⟨E_L⟩ times a large ⟨∂lnψ⟩")
+        else:
+            cause = f"the gradient should be {right:.4g} on these samples (the closed form is {exact:.4g})"
+        break
+    return Feedback("p1.d", not cause, expected, "; ".join(obtained), cause)
