@@ -83,9 +83,9 @@ def test_typical_mistakes_in_task_e_get_their_own_message(answer, words):
 
 
 def test_an_unknown_task_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="task must be one of p1.a, p1.b, p1.c, p1.d, p1.e"):
+    with pytest.raises(ValueError, match="task must be one of p1.a, p1.b, p1.c, p1.d, p1.e, p1.f, p1.g, p1.h"):
         check_task("p9.z")
-    assert {"p1.a", "p1.b", "p1.c", "p1.d", "p1.e"} <= set(TASKS)
+    assert {f"p1.{x}" for x in "abcdefgh"} <= set(TASKS)
 
 
 # the exercise notebooks: every task cell has the teacher's solution, which nbval runs in its place (conftest.py sets
@@ -151,11 +151,18 @@ def _importance(alpha, n, dim, steps, seed=0, dt=0.05, green=1):
     return energies, accepted / steps
 
 
-def test_the_solutions_pass_tasks_b_c_and_d():
-    solutions = _solutions("p1_bosons")
+SOLUTIONS = _solutions("p1_bosons")
+
+
+def test_the_solutions_pass_tasks_b_to_h():
+    solutions = SOLUTIONS
     for name, answer in (("p1.b", dict(metropolis=solutions["metropolis"])),
                          ("p1.c", dict(importance=solutions["importance"])),
-                         ("p1.d", dict(energy_gradient=solutions["energy_gradient"]))):
+                         ("p1.d", dict(energy_gradient=solutions["energy_gradient"])),
+                         ("p1.f", dict(merge=solutions["merge"])),
+                         ("p1.g", dict(log_psi=solutions["log_psi_interacting"],
+                                       potential=solutions["potential_interacting"])),
+                         ("p1.h", dict(radial_density=solutions["radial_density"]))):
         feedback = check_task(name, **answer)
         assert feedback.passed and not feedback.cause, feedback.text
 
@@ -173,5 +180,46 @@ def test_the_solutions_pass_tasks_b_c_and_d():
     ("p1.d", dict(energy_gradient=lambda e, d: 2 * np.mean(e * d)), "forgot to subtract ⟨E_L⟩⟨∂lnψ⟩"),
 ])
 def test_typical_mistakes_in_tasks_b_c_and_d_get_their_own_message(name, answer, words):
+    feedback = check_task(name, **answer)
+    assert not feedback.passed and words in feedback.cause, feedback.text
+
+
+def _psi(R, p):
+    return SOLUTIONS["log_psi_interacting"](R, p)
+
+
+def _trap(R, p):
+    return SOLUTIONS["potential_interacting"](R, p)
+
+
+def _density(positions, bins, r_max):
+    return SOLUTIONS["radial_density"](positions, bins, r_max)
+
+
+def _histogram_of_r(positions, bins, r_max):  # counts per configuration and Δr: no shell volumes
+    counts, edges = np.histogram(np.sqrt(np.sum(positions ** 2, axis=-1)).ravel(), bins, (0.0, r_max))
+    return 0.5 * (edges[1:] + edges[:-1]), counts / (positions.shape[0] * r_max / bins)
+
+
+@pytest.mark.parametrize("name, answer, words", [
+    ("p1.f", dict(merge=lambda m, e, n: (np.mean(m), np.mean(e))), "weight each by its samples"),
+    ("p1.f", dict(merge=lambda m, e, n: (np.dot(n, m) / n.sum(), np.mean(e))), "add in quadrature"),
+    ("p1.f", dict(merge=lambda m, e, n: (np.dot(n, m) / n.sum(), np.sqrt(np.sum(e ** 2)))),
+     "the error of a sum of the means"),
+    ("p1.g", dict(log_psi=lambda R, p: -p[0] * np.sum(R * R * np.array([1, 1, p[1]])), potential=_trap),
+     "misses the Jastrow factor"),
+    ("p1.g", dict(log_psi=lambda R, p: _psi(R, p) + p[0] * (p[1] - 1) * np.sum(R[:, 2] ** 2), potential=_trap),
+     "lacks β on z²"),
+    ("p1.g", dict(log_psi=lambda R, p: 2 * _psi(R, p), potential=_trap), "that is ln |ψ_T|²"),
+    ("p1.g", dict(log_psi=_psi, potential=lambda R, p: 0.5 * (np.sum(R[:, :2] ** 2) + p[1] * np.sum(R[:, 2] ** 2))),
+     "has β on z² where it has β²"),
+    ("p1.g", dict(log_psi=_psi, potential=lambda R, p: 2 * _trap(R, p)), "lacks the ½ of the trap"),
+    ("p1.h", dict(radial_density=_histogram_of_r), "divide each bin by its volume"),
+    ("p1.h", dict(radial_density=lambda x, b, r: (_density(x, b, r)[0], _density(x, b, r)[1] / x.shape[1])),
+     "normalised to one particle"),
+    ("p1.h", dict(radial_density=lambda x, b, r: (np.linspace(0, r, b + 1)[:-1], _density(x, b, r)[1])),
+     "the r of a bin is its centre"),
+])
+def test_typical_mistakes_in_tasks_f_g_and_h_get_their_own_message(name, answer, words):
     feedback = check_task(name, **answer)
     assert not feedback.passed and words in feedback.cause, feedback.text

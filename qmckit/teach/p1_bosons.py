@@ -219,3 +219,152 @@ def energy_gradient(energy_gradient, n: int = 10, dim: int = 3, samples: int = 1
             cause = f"the gradient should be {right:.4g} on these samples (the closed form is {exact:.4g})"
         break
     return Feedback("p1.d", not cause, expected, "; ".join(obtained), cause)
+
+
+@task("p1.f")
+def merge_parallel_runs(merge) -> Feedback:
+    """Task f: the student's ``merge(means, errors, counts) -> (mean, error)`` that combines independent runs (one per
+    process or worker) of ``counts`` samples each: the mean weighted by the counts, Σ n_k m_k / Σ n_k, and the error
+    √(Σ n_k² σ_k²) / Σ n_k."""
+    means, errors, counts = np.array([3.10, 3.04, 3.07]), np.array([0.02, 0.01, 0.03]), np.array([4000, 16000, 2000])
+    mean = float(np.dot(counts, means) / counts.sum())
+    error = float(np.sqrt(np.sum((counts * errors) ** 2)) / counts.sum())
+    expected = (f"mean {mean:.5f} (weighted by the samples) and error {error:.5f} (in quadrature) for runs of "
+                f"{', '.join(map(str, counts))} samples with means {means} and errors {errors}")
+    try:
+        got_mean, got_error = (float(x) for x in merge(means.copy(), errors.copy(), counts.copy()))
+    except Exception as err:
+        return Feedback("p1.f", False, expected, f"merge raised {type(err).__name__}: {err}")
+    obtained = f"mean {got_mean:.5f}, error {got_error:.5f}"
+    causes = []
+    if not np.isclose(got_mean, mean, rtol=1e-9):
+        causes.append("the mean of the runs' means treats a short run like a long one: weight each by its samples"
+                      if np.isclose(got_mean, means.mean(), rtol=1e-9) else
+                      f"the merged mean is Σ n_k m_k / Σ n_k = {mean:.5f}")
+    if not np.isclose(got_error, error, rtol=1e-6):
+        if np.isclose(got_error, errors.mean(), rtol=1e-6) or np.isclose(got_error, np.average(errors, weights=counts),
+                                                                           rtol=1e-6):
+            causes.append("the error of the merged mean is smaller than each run's: independent errors add in "
+                          "quadrature, √(Σ n_k² σ_k²) / Σ n_k, not as an average")
+        elif np.isclose(got_error, np.sqrt(np.sum(errors ** 2)), rtol=1e-6) or np.isclose(
+                got_error, errors.sum(), rtol=1e-6):
+            causes.append("that is the error of a sum of the means, not of their weighted mean: divide by Σ n_k "
+                          "with the weights n_k")
+        else:
+            causes.append(f"the merged error is √(Σ n_k² σ_k²) / Σ n_k = {error:.5f}")
+    return Feedback("p1.f", not causes, expected, obtained, "; ".join(causes))
+
+
+def _interacting_configurations(n: int, beta: float, a: float, count: int, seed: int) -> np.ndarray:
+    """``count`` configurations (count, n, 3) of n bosons spread like the trap's ground state, no pair closer than 2a."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        R = rng.normal(size=(n, 3)) * np.array([1.0, 1.0, 1.0 / np.sqrt(beta)]) / np.sqrt(2.0)
+        d = np.sqrt(np.sum((R[:, None] - R[None]) ** 2, axis=-1))
+        if np.all(d[np.triu_indices(n, 1)] > 2 * a):
+            out.append(R)
+    return np.array(out)
+
+
+@task("p1.g")
+def interacting_trap(log_psi, potential, n: int = 10, alpha: float = 0.5, beta: float = 2.82843,
+                     a: float = 0.0043) -> Feedback:
+    """Task g: the student's ``log_psi(R, p)`` and ``potential(R, p)`` of the interacting elliptic trap, p = [α, β, a]:
+    ψ_T = Π_i exp(−α(x_i² + y_i² + β z_i²)) Π_{i<j} (1 − a/r_ij) and V = ½ Σ (x² + y² + β² z²) (+∞ when r_ij ≤ a),
+    against qmckit's trapped-boson system at many configurations: ln ψ_T up to a constant, V exactly."""
+    from ..systems import bec
+
+    p = np.array([alpha, beta, a])
+    configs = _interacting_configurations(n, beta, a, 40, seed=3)
+    expected = ("ln ψ_T = −α Σ (x² + y² + β z²) + Σ_{i<j} ln(1 − a/r_ij) (up to a constant) and "
+                "V = ½ Σ (x² + y² + β² z²), as qmckit's trapped-boson system has them")
+    try:
+        mine_psi = np.array([float(log_psi(R.copy(), p.copy())) for R in configs])
+        mine_v = np.array([float(potential(R.copy(), p.copy())) for R in configs])
+    except Exception as err:
+        return Feedback("p1.g", False, expected, f"your functions raised {type(err).__name__}: {err}")
+    ref_psi = np.array([bec.log_psi(R, p) for R in configs])
+    ref_v = np.array([bec.potential(R, p) for R in configs])
+    # the terms a slip adds or drops, at each configuration
+    iu = np.triu_indices(n, 1)
+    r = np.array([np.sqrt(np.sum((R[:, None] - R[None]) ** 2, axis=-1))[iu] for R in configs])
+    z2, xy2 = np.sum(configs[:, :, 2] ** 2, axis=1), np.sum(configs[:, :, :2] ** 2, axis=(1, 2))
+    # (term, its multiple in the residual, what the slip is)
+    psi_terms = [(np.sum(np.log(1 - a / r), axis=1), -1,
+                  "your ln ψ_T misses the Jastrow factor Σ_{i<j} ln(1 − a/r_ij)"),
+                 (-alpha * (beta - 1) * z2, -1, "your Gaussian lacks β on z²: exp(−α(x² + y² + β z²))"),
+                 (ref_psi, 1, "your ln ψ_T is twice the right one: that is ln |ψ_T|²")]
+    v_terms = [(0.5 * (beta ** 2 - beta) * z2, -1, "your trap has β on z² where it has β² (ω_z² = β² ω_⊥²)"),
+               (0.5 * (beta ** 2 - 1) * z2, -1, "your trap is spherical: V = ½ Σ (x² + y² + β² z²)"),
+               (ref_v, 1, "your V lacks the ½ of the trap: V = ½ Σ (x² + y² + β² z²)")]
+    causes, obtained = [], []
+    residual = (mine_psi - ref_psi) - np.mean(mine_psi - ref_psi)
+    scale = np.abs(ref_psi).max()
+    if not np.all(np.isfinite(mine_psi)) or np.abs(residual).max() > 1e-9 * scale:
+        obtained.append(f"ln ψ_T off by up to {np.abs(residual).max():.3g} (beyond a constant)")
+        causes.append(_named_slip(residual, psi_terms, "ln ψ_T"))
+    else:
+        obtained.append("ln ψ_T agrees up to a constant")
+    if not np.allclose(mine_v, ref_v, rtol=1e-10, atol=1e-12):
+        obtained.append(f"V off by up to {np.abs(mine_v - ref_v).max():.3g}")
+        causes.append(_named_slip(mine_v - ref_v, v_terms, "V"))
+    else:
+        obtained.append("V agrees")
+    return Feedback("p1.g", not causes, expected, "; ".join(obtained), "; ".join(causes))
+
+
+def _named_slip(residual, terms: list, what: str) -> str:
+    """The slip whose term, times its multiple, is the residual (student − reference; for ln ψ_T up to a constant)."""
+    for term, multiple, slip in terms:
+        t = term - np.mean(term) if what == "ln ψ_T" else term
+        if np.abs(residual - multiple * t).max() <= 1e-6 * np.abs(residual).max() + 1e-12:
+            return slip
+    return f"your {what} differs from the reference by more than a known term: compare it term by term"
+
+
+@task("p1.h")
+def one_body_density(radial_density, n: int = 10, samples: int = 20000, bins: int = 30, r_max: float = 3.0,
+                     seed: int = 1) -> Feedback:
+    """Task h: the student's ``radial_density(positions, bins, r_max) -> (r, rho)`` from configurations ``positions``
+    (M, N, 3): ρ(r) at the bin centres r, the mean number of particles per unit volume at distance r from the trap's
+    centre, so that Σ ρ 4πr² Δr = N. Checked on exact samples of the non-interacting ground state (α = ½, spherical),
+    ρ(r) = N π^(−3/2) exp(−r²)."""
+    rng = np.random.default_rng(seed)
+    positions = rng.normal(scale=np.sqrt(0.5), size=(samples, n, 3))
+    expected = f"ρ(r) = N π^(−3/2) exp(−r²) at the bin centres (N = {n}), Σ ρ 4πr² Δr = N"
+    try:
+        r, rho = (np.asarray(x, dtype=float) for x in radial_density(positions.copy(), bins, r_max))
+    except Exception as err:
+        return Feedback("p1.h", False, expected, f"radial_density raised {type(err).__name__}: {err}")
+    edges = np.linspace(0.0, r_max, bins + 1)
+    centres, width = 0.5 * (edges[1:] + edges[:-1]), r_max / bins
+    if r.shape != (bins,) or rho.shape != (bins,):
+        return Feedback("p1.h", False, expected, f"r of shape {r.shape} and ρ of shape {rho.shape}",
+                        f"return the {bins} bin centres and ρ at each")
+    exact = n * np.pi ** -1.5 * np.exp(-centres ** 2)
+    # the statistical error of each bin: Poisson counts of the shell, per configuration and volume
+    shell = 4 * np.pi / 3 * (edges[1:] ** 3 - edges[:-1] ** 3)
+    counts = np.maximum(exact * shell * samples, 1.0)
+    sigma = np.sqrt(counts) / (samples * shell)
+    good = counts > 100  # bins with enough particles to judge
+    obtained = f"ρ(0.05) = {rho[0]:.4g}, ρ(1.05) = {rho[np.argmin(abs(centres - 1.05))]:.4g} (exact " \
+               f"{exact[0]:.4g}, {exact[np.argmin(abs(centres - 1.05))]:.4g})"
+    if not np.allclose(r, centres, rtol=1e-9):
+        cause = ("the r of a bin is its centre, not its left edge" if np.allclose(r, edges[:-1], rtol=1e-9)
+                 else f"r should be the {bins} bin centres from {centres[0]:g} to {centres[-1]:g}")
+        return Feedback("p1.h", False, expected, obtained, cause)
+    pull = np.abs(rho - exact)[good] / sigma[good]
+    if np.all(pull < 5):
+        return Feedback("p1.h", True, expected, obtained + f"; every bin within {pull.max():.1f}σ")
+    ratio = np.median(rho[good] / exact[good])
+    if np.allclose(rho[good] / (exact[good] * shell[good] / width), 1.0, rtol=0.15):  # counts / (M Δr)
+        cause = ("a histogram of r counts shells: divide each bin by its volume 4πr²Δr to get a density per unit "
+                 "volume")
+    elif abs(ratio * n - 1) < 0.05:
+        cause = "normalised to one particle: ρ counts all N particles, Σ ρ 4πr² Δr = N (divide by the configurations)"
+    elif abs(ratio - n) < 0.05 * n or abs(ratio - samples) < 0.05 * samples:
+        cause = "divide the counts by the number of configurations M (and by the shell volumes), once"
+    else:
+        cause = f"ρ is {ratio:.3g} × the exact density in the middle bins: check the normalisation"
+    return Feedback("p1.h", False, expected, obtained, cause)

@@ -67,3 +67,41 @@ def blocking(series):
         if errors[k] < 1.03 * errors[k - 1] and (k + 1 == len(errors) or errors[k + 1] < 1.03 * errors[k]):
             return errors[k]
     return errors[-1]
+
+# %% task p1.f
+def merge(means, errors, counts):
+    """Independent runs: the mean weighted by their samples, the errors in quadrature."""
+    weights = counts / np.sum(counts)
+    return np.sum(weights * means), np.sqrt(np.sum((weights * errors) ** 2))
+
+# %% task p1.g
+def log_psi_interacting(R, p):
+    """ln ψ_T = −α Σ (x² + y² + β z²) + Σ_{i<j} ln(1 − a/r_ij), −inf when two bosons overlap."""
+    alpha, beta, a = p[0], p[1], p[2]
+    total = -alpha * (np.sum(R[:, :2] ** 2) + beta * np.sum(R[:, 2] ** 2))
+    for i in range(R.shape[0]):
+        for j in range(i + 1, R.shape[0]):
+            r = np.sqrt(np.sum((R[i] - R[j]) ** 2))
+            if r <= a:
+                return -np.inf
+            total += np.log(1 - a / r)
+    return total
+
+
+def potential_interacting(R, p):
+    """V = ½ Σ (x² + y² + β² z²), +inf when two bosons overlap."""
+    beta, a = p[1], p[2]
+    for i in range(R.shape[0]):
+        for j in range(i + 1, R.shape[0]):
+            if np.sum((R[i] - R[j]) ** 2) <= a * a:
+                return np.inf
+    return 0.5 * (np.sum(R[:, :2] ** 2) + beta ** 2 * np.sum(R[:, 2] ** 2))
+
+# %% task p1.h
+def radial_density(positions, bins, r_max):
+    """ρ(r) at the bin centres: particles per configuration and unit volume, Σ ρ 4πr² Δr = N."""
+    r = np.sqrt(np.sum(positions ** 2, axis=-1)).ravel()
+    counts, edges = np.histogram(r, bins=bins, range=(0.0, r_max))
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    shells = 4 * np.pi / 3 * (edges[1:] ** 3 - edges[:-1] ** 3)
+    return centres, counts / (positions.shape[0] * shells)
