@@ -83,7 +83,7 @@ def test_typical_mistakes_in_task_e_get_their_own_message(answer, words):
 
 
 def test_an_unknown_task_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="task must be one of p1.a, p1.b, p1.c, p1.d, p1.e, p1.f, p1.g, p1.h"):
+    with pytest.raises(ValueError, match="task must be one of dmc.a, dmc.b, dmc.c, p1.a, "):
         check_task("p9.z")
     assert {f"p1.{x}" for x in "abcdefgh"} <= set(TASKS)
 
@@ -93,7 +93,7 @@ def test_an_unknown_task_is_refused_naming_the_known_ones():
 EXERCISES = Path(__file__).resolve().parents[1] / "notebooks" / "exercises"
 
 
-@pytest.mark.parametrize("exercise", ["p1_bosons"])
+@pytest.mark.parametrize("exercise", ["p1_bosons", "dmc_intro"])
 def test_every_task_cell_of_an_exercise_has_a_solution_and_a_check(exercise):
     import nbformat
 
@@ -221,5 +221,33 @@ def _histogram_of_r(positions, bins, r_max):  # counts per configuration and Δr
      "the r of a bin is its centre"),
 ])
 def test_typical_mistakes_in_tasks_f_g_and_h_get_their_own_message(name, answer, words):
+    feedback = check_task(name, **answer)
+    assert not feedback.passed and words in feedback.cause, feedback.text
+
+
+DMC = _solutions("dmc_intro")
+
+
+def test_the_solutions_pass_the_dmc_checks():
+    for name, answer in (("dmc.a", dict(branching_weight=DMC["branching_weight"])),
+                         ("dmc.b", dict(energy={"mean": 0.5031, "error": 0.0031})),
+                         ("dmc.c", dict(extrapolate=DMC["extrapolate"]))):
+        feedback = check_task(name, **answer)
+        assert feedback.passed and not feedback.cause, feedback.text
+
+
+@pytest.mark.parametrize("name, answer, words", [
+    ("dmc.a", dict(branching_weight=lambda e0, e1, et, dt: np.exp(dt * (0.5 * (e0 + e1) - et))), "sign is reversed"),
+    ("dmc.a", dict(branching_weight=lambda e0, e1, et, dt: np.exp(-dt * (e1 - et))), "first order in Δτ"),
+    ("dmc.a", dict(branching_weight=lambda e0, e1, et, dt: np.exp(-dt * 0.5 * (e0 + e1))), "E_T is missing"),
+    ("dmc.b", dict(energy={"mean": 0.5668, "error": 0.002}), "that is the VMC energy"),
+    ("dmc.b", dict(energy={"mean": 0.53, "error": 0.002}), "still relaxing"),
+    ("dmc.b", dict(energy={"mean": 0.48, "error": 0.002}), "below the ground state"),
+    ("dmc.b", dict(energy={"mean": 0.52, "error": 0.02}), "cannot tell DMC from VMC"),
+    ("dmc.c", dict(extrapolate=lambda x, y, s: (np.polyfit(x, y, 1)[1], 0.001)), "an unweighted fit"),
+    ("dmc.c", dict(extrapolate=lambda x, y, s: (y[np.argmin(x)], s[np.argmin(x)])), "smallest time step's energy"),
+    ("dmc.c", dict(extrapolate=lambda x, y, s: (DMC["extrapolate"](x, y, s)[0], s.min())), "the intercept is right"),
+])
+def test_typical_mistakes_in_the_dmc_tasks_get_their_own_message(name, answer, words):
     feedback = check_task(name, **answer)
     assert not feedback.passed and words in feedback.cause, feedback.text

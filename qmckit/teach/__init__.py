@@ -11,6 +11,6 @@ energy", "your error is the naive σ/√n: the samples are correlated, τ_int �
 """
 from .feedback import TASKS, Feedback, check_task, task
 from .notebook import start
-from . import p1_bosons  # noqa: F401  (registers project 1's tasks)
+from . import dmc_intro, p1_bosons  # noqa: F401  (register the tasks of the DMC introduction and of project 1)
 
 __all__ = ["check_task", "Feedback", "TASKS", "task", "start"]
