@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .feedback import Feedback, task
+from .feedback import Feedback, attempt, task
 
 
 @task("dmc.a")
@@ -20,10 +20,8 @@ def branching_weight(branching_weight, dt: float = 0.01) -> Feedback:
     e_trial = 0.45
     right = np.exp(-dt * (0.5 * (e_old + e_new) - e_trial))
     expected = "q = exp(−Δτ (½(E_L(R) + E_L(R′)) − E_T)): walkers below E_T multiply, those above die out"
-    try:
-        q = np.asarray(branching_weight(e_old.copy(), e_new.copy(), e_trial, dt), dtype=float)
-    except Exception as err:
-        return Feedback("dmc.a", False, expected, f"branching_weight raised {type(err).__name__}: {err}")
+    q = attempt("dmc.a", expected, "branching_weight",
+                lambda: np.asarray(branching_weight(e_old.copy(), e_new.copy(), e_trial, dt), dtype=float))
     if q.shape == right.shape and np.allclose(q, right, rtol=1e-12):
         return Feedback("dmc.a", True, expected, "q agrees at 200 pairs of energies")
     obtained = f"q = {np.ravel(q)[:3].round(5)}… where {right[:3].round(5)}…" if q.size else "no q"
@@ -82,10 +80,8 @@ def time_step_extrapolation(extrapolate) -> Feedback:
     right = reference(dts, energies, errors, order=1, n_points=None)
     expected = (f"E(0) = {right.energy:.5f} ± {right.error:.5f} (a line weighted by 1/σ², through all "
                 f"{dts.size} time steps)")
-    try:
-        value, error = (float(x) for x in extrapolate(dts.copy(), energies.copy(), errors.copy()))
-    except Exception as err:
-        return Feedback("dmc.c", False, expected, f"extrapolate raised {type(err).__name__}: {err}")
+    value, error = attempt("dmc.c", expected, "extrapolate",
+                           lambda: [float(x) for x in extrapolate(dts.copy(), energies.copy(), errors.copy())])
     obtained = f"E(0) = {value:.5f} ± {error:.5f}"
     if np.isclose(value, right.energy, atol=1e-7) and np.isclose(error, right.error, rtol=0.05):
         return Feedback("dmc.c", True, expected, obtained)

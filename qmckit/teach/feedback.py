@@ -37,6 +37,23 @@ class Feedback:
                 f"{html.escape(self.text)}</pre></div>")
 
 
+class Unusable(Exception):
+    """A student's function raised, or returned something a check cannot use: ``feedback`` says how."""
+
+    def __init__(self, feedback: Feedback):
+        super().__init__(feedback.text)
+        self.feedback = feedback
+
+
+def attempt(name: str, expected: str, what: str, compute):
+    """``compute()``: the call of a student's function (``what``, as the student would write it) with the conversion
+    of its result. If that raises, the check of task ``name`` stops with a Feedback saying how."""
+    try:
+        return compute()
+    except Exception as err:
+        raise Unusable(Feedback(name, False, expected, f"{what} raised {type(err).__name__}: {err}")) from None
+
+
 def task(name: str):
     """Register the decorated function as the check of task ``name`` (e.g. "p1.a")."""
     def register(check):
@@ -51,7 +68,10 @@ def check_task(name: str, *args, **kwargs) -> Feedback:
 
     if name not in TASKS:
         raise ValueError(f"task must be one of {', '.join(sorted(TASKS))}, got {name!r}")
-    feedback = TASKS[name](*args, **kwargs)
+    try:
+        feedback = TASKS[name](*args, **kwargs)
+    except Unusable as unusable:
+        feedback = unusable.feedback
     if notebook.solutions_in and not feedback.passed:  # a teacher's solution must pass its check
         raise AssertionError(f"the solution of {name} does not pass its check:\n{feedback.text}")
     return feedback

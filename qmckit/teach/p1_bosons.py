@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .feedback import Feedback, task
+from .feedback import Feedback, attempt, task
 
 
 def exact_energy(alpha: float, n: int, dim: int) -> float:
@@ -71,10 +71,7 @@ def blocking(blocking, n: int = 2 ** 16, rho: float = 0.9, seed: int = 1) -> Fee
     two_tau = (1 + rho) / (1 - rho)
     truth = float(np.sqrt(two_tau / n))  # the error of the mean of a unit-variance AR(1) series
     expected = f"the error of the mean ≈ {truth:.3g} (τ_int = {two_tau / 2:.3g}, n = {n})"
-    try:
-        value = float(blocking(series.copy()))
-    except Exception as err:  # the student's function failed: say how
-        return Feedback("p1.e", False, expected, f"blocking(series) raised {type(err).__name__}: {err}")
+    value = attempt("p1.e", expected, "blocking(series)", lambda: float(blocking(series.copy())))
     obtained = f"{value:.3g} ({value / truth:.2f} × the true error)"
     if not np.isfinite(value) or value <= 0:
         return Feedback("p1.e", False, expected, obtained, "an error bar is a positive number")
@@ -98,14 +95,14 @@ def blocking(blocking, n: int = 2 ** 16, rho: float = 0.9, seed: int = 1) -> Fee
     return Feedback("p1.e", False, expected, obtained, cause)
 
 
-def _sampler_answer(sampler, alpha: float, n: int, dim: int, steps: int, seed: int, **settings):
-    """Run the student's sampler; (energies, acceptance) or a Feedback saying why it could not be used."""
-    try:
+def _sampler_answer(name: str, expected: str, sampler, alpha: float, n: int, dim: int, steps: int, seed: int,
+                    **settings):
+    """The student's sampler run: (energies, acceptance)."""
+    def run():
         out = sampler(alpha, n, dim, steps, seed=seed, **settings)
-        energies, acceptance = np.asarray(out[0], dtype=float), float(out[1])
-    except Exception as err:  # the student's function failed or returned something else: say which
-        return None, f"{sampler.__name__}(...) gave no (energies, acceptance): {type(err).__name__}: {err}"
-    return (energies, acceptance), None
+        return np.asarray(out[0], dtype=float), float(out[1])
+    return attempt(name, expected, f"{getattr(sampler, '__name__', 'your walk')}(...) giving (energies, acceptance)",
+                   run)
 
 
 def _sampler_feedback(name: str, sampler, n: int, dim: int, steps: int, seed: int, settings: list[dict],
@@ -118,10 +115,7 @@ def _sampler_feedback(name: str, sampler, n: int, dim: int, steps: int, seed: in
     exact = exact_energy(0.4, n, dim)
     expected = (f"E_L = N·d/2 = {n * dim / 2:g} ħω at every step at α = ½ (zero variance); at α = 0.4 the mean "
                 f"⟨E⟩ = N·d·(α/2 + 1/(8α)) = {exact:.4g} ħω within the error bar, for every {setting_name}")
-    answer, problem = _sampler_answer(sampler, 0.5, n, dim, steps // 4, seed, **settings[0])
-    if problem:
-        return Feedback(name, False, expected, problem)
-    energies, _ = answer
+    energies, _ = _sampler_answer(name, expected, sampler, 0.5, n, dim, steps // 4, seed, **settings[0])
     if energies.size == 0 or not np.allclose(energies, n * dim / 2, rtol=1e-9, atol=1e-9):
         spread = f"from {energies.min():.4g} to {energies.max():.4g}" if energies.size else "no samples"
         return Feedback(name, False, expected, f"at α = ½ the energies run {spread}",
@@ -129,10 +123,7 @@ def _sampler_feedback(name: str, sampler, n: int, dim: int, steps: int, seed: in
                         "(task a)")
     obtained, failures, means = [], [], []
     for k, setting in enumerate(settings):
-        answer, problem = _sampler_answer(sampler, 0.4, n, dim, steps, seed + 1 + k, **setting)
-        if problem:
-            return Feedback(name, False, expected, problem)
-        energies, acceptance = answer
+        energies, acceptance = _sampler_answer(name, expected, sampler, 0.4, n, dim, steps, seed + 1 + k, **setting)
         label = ", ".join(f"{key} = {value:g}" for key, value in setting.items())
         if energies.size < 0.99 * steps:
             return Feedback(name, False, expected, f"{energies.size} energies from {steps} steps ({label})",
@@ -200,10 +191,7 @@ def energy_gradient(energy_gradient, n: int = 10, dim: int = 3, samples: int = 1
         e_l, dlnpsi = n * dim * alpha + (0.5 - 2 * alpha ** 2) * r2, -r2
         right = 2 * (np.mean(e_l * dlnpsi) - np.mean(e_l) * np.mean(dlnpsi))
         exact = n * dim * (0.5 - 1 / (8 * alpha ** 2))
-        try:
-            value = float(energy_gradient(e_l.copy(), dlnpsi.copy()))
-        except Exception as err:
-            return Feedback("p1.d", False, expected, f"energy_gradient raised {type(err).__name__}: {err}")
+        value = attempt("p1.d", expected, "energy_gradient", lambda: float(energy_gradient(e_l.copy(), dlnpsi.copy())))
         obtained.append(f"{value:.4g} at α = {alpha} (closed form {exact:.4g})")
         if np.isclose(value, right, rtol=1e-6):
             continue
@@ -231,10 +219,8 @@ def merge_parallel_runs(merge) -> Feedback:
     error = float(np.sqrt(np.sum((counts * errors) ** 2)) / counts.sum())
     expected = (f"mean {mean:.5f} (weighted by the samples) and error {error:.5f} (in quadrature) for runs of "
                 f"{', '.join(map(str, counts))} samples with means {means} and errors {errors}")
-    try:
-        got_mean, got_error = (float(x) for x in merge(means.copy(), errors.copy(), counts.copy()))
-    except Exception as err:
-        return Feedback("p1.f", False, expected, f"merge raised {type(err).__name__}: {err}")
+    got_mean, got_error = attempt("p1.f", expected, "merge",
+                                  lambda: [float(x) for x in merge(means.copy(), errors.copy(), counts.copy())])
     obtained = f"mean {got_mean:.5f}, error {got_error:.5f}"
     causes = []
     if not np.isclose(got_mean, mean, rtol=1e-9):
@@ -279,11 +265,10 @@ def interacting_trap(log_psi, potential, n: int = 10, alpha: float = 0.5, beta: 
     configs = _interacting_configurations(n, beta, a, 40, seed=3)
     expected = ("ln ψ_T = −α Σ (x² + y² + β z²) + Σ_{i<j} ln(1 − a/r_ij) (up to a constant) and "
                 "V = ½ Σ (x² + y² + β² z²), as qmckit's trapped-boson system has them")
-    try:
-        mine_psi = np.array([float(log_psi(R.copy(), p.copy())) for R in configs])
-        mine_v = np.array([float(potential(R.copy(), p.copy())) for R in configs])
-    except Exception as err:
-        return Feedback("p1.g", False, expected, f"your functions raised {type(err).__name__}: {err}")
+    mine_psi = attempt("p1.g", expected, "log_psi", lambda: np.array([float(log_psi(R.copy(), p.copy()))
+                                                                      for R in configs]))
+    mine_v = attempt("p1.g", expected, "potential", lambda: np.array([float(potential(R.copy(), p.copy()))
+                                                                      for R in configs]))
     ref_psi = np.array([bec.log_psi(R, p) for R in configs])
     ref_v = np.array([bec.potential(R, p) for R in configs])
     # the terms a slip adds or drops, at each configuration
@@ -333,10 +318,8 @@ def one_body_density(radial_density, n: int = 10, samples: int = 20000, bins: in
     rng = np.random.default_rng(seed)
     positions = rng.normal(scale=np.sqrt(0.5), size=(samples, n, 3))
     expected = f"ρ(r) = N π^(−3/2) exp(−r²) at the bin centres (N = {n}), Σ ρ 4πr² Δr = N"
-    try:
-        r, rho = (np.asarray(x, dtype=float) for x in radial_density(positions.copy(), bins, r_max))
-    except Exception as err:
-        return Feedback("p1.h", False, expected, f"radial_density raised {type(err).__name__}: {err}")
+    r, rho = attempt("p1.h", expected, "radial_density",
+                     lambda: [np.asarray(x, dtype=float) for x in radial_density(positions.copy(), bins, r_max)])
     edges = np.linspace(0.0, r_max, bins + 1)
     centres, width = 0.5 * (edges[1:] + edges[:-1]), r_max / bins
     if r.shape != (bins,) or rho.shape != (bins,):
