@@ -224,3 +224,18 @@ def test_the_optimiser_finds_the_exact_alpha_of_a_user_system(oscillators):
     start = type(oscillators["analytic"])(alpha=0.4)  # an instance never given to RunConfig: not registered
     result = optimize_parameter(start, "alpha", seed=2)
     assert abs(result.value - 0.5) < max(3 * result.error, 2e-3), (result.value, result.error)
+
+
+def test_the_system_panel_runs_a_user_system_from_its_values(oscillators):
+    from qmckit.widgets import SystemPanel
+
+    system = oscillators["analytic"]
+    panel = SystemPanel(type(system)(alpha=0.4), method="vmc", walkers=40, steps=300, seed=4)
+    assert panel.controls["alpha"].value == 0.4 and panel.system_name == type(system).name  # the instance's value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        panel.run_sync()
+        panel.controls["alpha"].value = 0.5
+        panel.run_sync()
+    energy = panel.last_run.estimates()["energy"]
+    assert abs(energy.mean - 3.0) < 1e-9 and "E = 3.0" in panel.status.value  # ψ_T exact at α = ½

@@ -54,7 +54,8 @@ RECORD_NAMES = {"vmc": ("sweep", "sweeps"), "dmc": ("DMC step", "DMC steps")}
 class SystemPanel(RunControls):
     """Controls, Run/Stop, progress bar, status line and live plots for a run of ``system``.
 
-    ``system`` is a registered name (``qmckit.systems.SYSTEMS``). Further keyword arguments that name
+    ``system`` is a registered name (``qmckit.systems.SYSTEMS``) or a system instance, such as a student's
+    :func:`qmckit.UserSystem`, whose values the controls start from. Further keyword arguments that name
     parameters of the system set their initial values; ``names`` limits the parameters shown (the
     others keep their defaults). ``methods`` are the methods offered (``"vmc"``, ``"dmc"``; DMC is
     fixed-node for systems with that capability). ``walkers`` and ``steps`` default to 40 × 200 in fast
@@ -73,6 +74,12 @@ class SystemPanel(RunControls):
     def __init__(self, system: str = "bec", *, names=None, methods=("vmc", "dmc"), method: str | None = None,
                  sampler: str = "drift", dt: float = 0.05, walkers: int | None = None, steps: int | None = None,
                  seed: int = 1, redraw_interval: float = 0.5, title: str | None = None, **params):
+        if not isinstance(system, str):  # an instance (a student's qmckit.UserSystem): its class, its values
+            from dataclasses import asdict as values
+            from ..systems import adopt
+
+            params = {**values(system.params), **params}
+            system = adopt(system)
         if system not in SYSTEMS:
             raise ValueError(f"system must be one of {', '.join(SYSTEMS)}, got {system!r}")
         self.system_class = SYSTEMS[system]
