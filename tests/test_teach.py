@@ -93,7 +93,7 @@ def test_an_unknown_task_is_refused_naming_the_known_ones():
 EXERCISES = Path(__file__).resolve().parents[1] / "notebooks" / "exercises"
 
 
-@pytest.mark.parametrize("exercise", ["p1_bosons", "dmc_intro"])
+@pytest.mark.parametrize("exercise", ["p1_bosons", "p2_quantum_dots", "dmc_intro"])
 def test_every_task_cell_of_an_exercise_has_a_solution_and_a_check(exercise):
     import nbformat
 
@@ -249,5 +249,44 @@ def test_the_solutions_pass_the_dmc_checks():
     ("dmc.c", dict(extrapolate=lambda x, y, s: (DMC["extrapolate"](x, y, s)[0], s.min())), "the intercept is right"),
 ])
 def test_typical_mistakes_in_the_dmc_tasks_get_their_own_message(name, answer, words):
+    feedback = check_task(name, **answer)
+    assert not feedback.passed and words in feedback.cause, feedback.text
+
+
+DOTS = _solutions("p2_quantum_dots")
+
+
+@nb.njit
+def dot_without_coulomb(R, p):
+    alpha, beta, omega = p[0], p[1], p[2]
+    d = R[0] - R[1]
+    r12 = np.sqrt(np.sum(d * d))
+    u, u2 = 1 / (1 + beta * r12) ** 2, -2 * beta / (1 + beta * r12) ** 3
+    g1, g2 = -alpha * omega * R[0] + u * d / r12, -alpha * omega * R[1] - u * d / r12
+    laplacian = -4 * alpha * omega + 2 * (u2 + u / r12)
+    return -0.5 * (laplacian + np.sum(g1 * g1) + np.sum(g2 * g2)) + 0.5 * omega ** 2 * np.sum(R * R)
+
+
+@nb.njit
+def free_without_laplacian(R, p):
+    return 0.5 * p[1] ** 2 * (1 - p[0] ** 2) * np.sum(R * R)
+
+
+def test_the_solutions_pass_project_2():
+    for name, answer in (("p2.a", dict(local_energy=DOTS["free_local_energy"])),
+                         ("p2.b", dict(local_energy=DOTS["dot_local_energy"])),
+                         ("p2.c", dict(energy={"mean": 3.0009, "error": 0.0002}))):
+        feedback = check_task(name, **answer)
+        assert feedback.passed and not feedback.cause, feedback.text
+
+
+@pytest.mark.parametrize("name, answer, words", [
+    ("p2.a", dict(local_energy=free_without_laplacian), "misses the ∇² ln ψ part of the kinetic energy"),
+    ("p2.b", dict(local_energy=dot_without_coulomb), "coulomb"),
+    ("p2.c", dict(energy={"mean": 3.1690, "error": 0.001}), "no better than the Gaussian alone"),
+    ("p2.c", dict(energy={"mean": 2.95, "error": 0.001}), "below the exact ground state"),
+    ("p2.c", dict(energy={"mean": 3.03, "error": 0.001}), "not at their best"),
+])
+def test_typical_mistakes_in_project_2_get_their_own_message(name, answer, words):
     feedback = check_task(name, **answer)
     assert not feedback.passed and words in feedback.cause, feedback.text

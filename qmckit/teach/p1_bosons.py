@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .derivatives import derivatives_feedback
 from .feedback import Feedback, attempt, task
 
 
@@ -29,32 +30,10 @@ def analytic_local_energy_and_drift(local_energy=None, drift=None, n: int = 3, d
                                     alpha: float = 0.4) -> Feedback:
     """Task a: the student's ``local_energy(R, p)`` and/or ``drift(R, p)`` (∇ ln ψ of every particle, (N, d)) for the
     non-interacting trap, ``p = [α]``, against finite differences of ln ψ at configurations from |ψ|²."""
-    from ..systems import UserSystem
-    from ..systems.user_check import check
-
-    if local_energy is None and drift is None:
-        raise ValueError("p1.a: give local_energy=, drift= or both")
     expected = ("E_L = N·d·α + (½ − 2α²) Σ r² and ∇_i ln ψ = −2α r_i, as finite differences of ln ψ = −α Σ r² "
                 "give them")
-    try:
-        system = UserSystem(n=n, dim=dim, params={"alpha": alpha}, log_psi=_log_psi, potential=_trap,
-                            local_energy=local_energy, drift=drift, name="p1_bosons")
-    except ValueError as err:  # numba cannot compile it, or a wrong shape: the message says which
-        return Feedback("p1.a", False, expected, "a function qmckit could not use", str(err))
-    report = check(system)
-    findings = [line.strip() for line in report.lines if not line.startswith("derived")]
-    if report.ok:
-        return Feedback("p1.a", True, expected, "; ".join(findings))
-    obtained, causes, subject = [], [], "it"
-    for line in findings:  # a finding ("drift: …", "local energy: …") and, indented below it, its diagnosis ("it …")
-        if line.startswith("it "):
-            causes.append(f"your {subject} {line[3:]}")
-        else:
-            subject = "drift" if line.startswith("drift") else "E_L"
-            if "agrees" not in line:
-                obtained.append(line)
-    return Feedback("p1.a", False, expected, "; ".join(obtained), "; ".join(causes) or "see the comparison above",
-                    ["qmckit.check(system) prints the whole comparison"])
+    return derivatives_feedback("p1.a", expected, local_energy, drift, n=n, dim=dim, params={"alpha": alpha},
+                                log_psi=_log_psi, potential=_trap, name="p1_bosons")
 
 
 @task("p1.e")
