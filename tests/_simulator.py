@@ -56,14 +56,21 @@ def thread_safe_shared_arrays():
 
 _PREFETCHED: dict = {}  # absolute path of a test module -> Future of its child's (returncode, stdout, stderr)
 _RUNNING: set = set()  # the background children's processes (killed when the session ends)
+_LOCK = threading.Lock()  # between starting a child and the session's end
+_STOPPED = False
 _POOL = None
 
 
-def _run_child(path: str, timeout: int) -> tuple[int, str, str]:
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), path], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    _RUNNING.add(proc)
+def _run_child(path: str, timeout: int, env: dict | None = None, cwd: str | None = None) -> tuple[int, str, str]:
+    """Run the child of ``path`` in ``env`` and ``cwd`` (this process's now, unless given: a background child gets
+    them as they were when it was queued, not as a test has changed them since)."""
+    env = dict(os.environ if env is None else env, NUMBA_ENABLE_CUDASIM="1")
+    with _LOCK:
+        if _STOPPED:
+            raise RuntimeError("the test session has ended")
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), path], env=env, cwd=cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _RUNNING.add(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -75,20 +82,26 @@ def _run_child(path: str, timeout: int) -> tuple[int, str, str]:
 
 
 def prefetch(paths, timeout: int = 900) -> None:
-    """Start the simulator children of the test modules ``paths`` in the background, one after another."""
+    """Start the simulator children of the test modules ``paths`` in the background, one after another, each with
+    this process's environment and working directory as they are now, and a ``timeout`` of its own (the largest any
+    child needs: a test's own timeout applies only to a child it runs itself)."""
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(1, thread_name_prefix="simulator-child")
+    env, cwd = dict(os.environ), os.getcwd()
     for path in paths:
-        _PREFETCHED.setdefault(os.path.abspath(path), _POOL.submit(_run_child, path, timeout))
+        _PREFETCHED.setdefault(os.path.abspath(path), _POOL.submit(_run_child, path, timeout, env, cwd))
 
 
 def stop_prefetching() -> None:
     """Cancel the children not started and kill the running one (the session is over)."""
+    global _STOPPED
+    with _LOCK:
+        _STOPPED = True
+        for proc in list(_RUNNING):
+            proc.kill()
     if _POOL is not None:
         _POOL.shutdown(wait=False, cancel_futures=True)
-    for proc in list(_RUNNING):
-        proc.kill()
 
 
 def simulator_results(path: str, marker: str, timeout: int = 900) -> dict:

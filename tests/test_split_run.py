@@ -85,9 +85,9 @@ def test_a_split_dmc_run_is_reproducible_from_seed_and_parts_on_dask_actors():
 @pytest.mark.filterwarnings("ignore::qmckit.stats.ShortSeriesWarning")
 def test_the_parts_carry_the_weight_that_their_renormalised_branching_takes_out():
     # ten parts of 20 walkers (α = 0.3: VMC at 1.7): each part renormalises its population every step, which only
-    # the carried weights Π_k undo; merged without them (every part weighted alike) the same runs come out at
-    # 1.5156(17), the population-control bias of 20-walker populations, 9 of their error bars above the exact 1.5
-    # (experiments/split_dmc_part_weights_2026-11-27.md); with them, at 1.5034(14), as one process of 200 walkers
+    # the carried weights Π_k undo; merged without them (every part weighted alike) the runs carry the
+    # population-control bias of 20-walker populations, about +0.016 (experiments/split_dmc_part_weights_2026-11-27.md,
+    # where this run with the weights dropped is 6σ above 1.5)
     config = dataclasses.replace(FREE_DMC, params=dict(n=10, lam=1.0, a=0.0, alpha=0.3), walkers=200, steps=3000,
                                  seed=5)
     est = split_run(config, 10)["estimates"]["energy_per_particle"]

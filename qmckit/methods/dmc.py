@@ -162,9 +162,10 @@ class DMC:
         # branching, ⌊W q/Σq + u⌋ copies (a part of a run split over workers, which carries the weight Σq/W)
         self.fixed_population: int | None = None
 
-    def branch(self, copies, energies) -> tuple[int, int]:
+    def branch(self, copies, energies, cap: bool = True) -> tuple[int, int]:
         """Replace each walker by ⌊copies + u⌋ copies of itself (u from the branching stream; the copies get new
-        random streams seeded from it), with ``energies`` (W,) its local energies; returns (killed, copied)."""
+        random streams seeded from it), with ``energies`` (W,) its local energies; returns (killed, copied). ``cap``:
+        thin a population above ``max_walkers`` evenly, with a warning."""
         counts = np.empty(copies.size, dtype=np.int64)
         _rng.branch_counts(self.branch_states, copies, counts)
         killed = int(np.count_nonzero(counts == 0))
@@ -175,7 +176,7 @@ class DMC:
         index = np.repeat(np.arange(copies.size), counts)
         if index.size == 0:
             raise FloatingPointError("DMC: the population died out; lower dt or raise the walker count")
-        if index.size > self.max_walkers:
+        if cap and index.size > self.max_walkers:
             self.cap_warnings += 1
             # one fixed text, so that Python shows it once per run rather than every step
             warnings.warn("DMC population exceeded max_walkers; thinned evenly (check dt, the trial "

@@ -166,11 +166,17 @@ class CudaSampler:
     def take_last_shared(self, n: int) -> "SharedWalkers":
         """As :meth:`take_last`, but the walkers stay on this device and another process on this host that sees it
         copies them from there (:meth:`append`, CUDA IPC). They are kept here until :meth:`release_shared`."""
-        if getattr(self._sweeper, "DEVICE_AXES", None) is None:
+        if not self.shares_device:
             raise ValueError("take_last_shared: this GPU sweeper keeps no walker axis on the device")
         tail, states = self._cut_last(n)
+        cuda_import.bind({}).synchronize()  # the tail is complete before another process reads it
         self._shared = getattr(self, "_shared", []) + [tail]
         return SharedWalkers(tail.get_ipc_handle(), n, states)
+
+    @property
+    def shares_device(self) -> bool:
+        """Whether walkers can leave for another process's GPU straight from this one (:meth:`take_last_shared`)."""
+        return getattr(self._sweeper, "DEVICE_AXES", None) is not None
 
     def release_shared(self) -> None:
         """Free the walkers given by :meth:`take_last_shared` (their receivers have copied them)."""
@@ -191,6 +197,7 @@ class CudaSampler:
             try:
                 new = c.device_array(source.shape, dtype=source.dtype)
                 new.copy_to_device(source)
+                c.synchronize()  # copied before the giver's memory is let go
             finally:
                 walkers.handle.close()
         else:

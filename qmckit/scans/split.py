@@ -26,8 +26,9 @@ The weights Π_k wander apart (branching is heavy-tailed near a hard-core contac
 copies). Unequal weights cost statistics, n_eff/n = (Σ Π_k W_k)² / (W Σ Π_k² W_k); when that falls below
 :data:`WEIGHT_EFFICIENCY`, every part resamples its walkers to Π_k/Π̄ copies each on average (⌊Π_k/Π̄ + u⌋, the
 renormalised rule again), all weights become equal, and walkers move from the parts then above their shares to those
-below: positions, caches, random streams and energies, through the driver. A part more than
-:data:`REBALANCE_FRACTION` from its share is evened out the same way.
+below: positions, caches, random streams and energies. A part more than :data:`REBALANCE_FRACTION` from its share
+(rounding only, in a small part) is evened out the same way, weights first: a walker that moved without it would take
+its receiver's weight.
 """
 from __future__ import annotations
 
@@ -112,17 +113,17 @@ class DMCPart:
                 "cap_warnings": dmc.cap_warnings}
 
     def resample(self, copies: float) -> int:
-        """Replace every walker by ⌊copies + u⌋ copies of itself (evening out the parts' weights); returns the
-        population."""
+        """Replace every walker by ⌊copies + u⌋ copies of itself (evening out the parts' weights; never thinned to
+        ``max_walkers``, which would lose weight); returns the population."""
         dmc = self.run.dmc
-        dmc.branch(np.full(dmc.walkers.n_walkers, float(copies)), dmc.energies)
+        dmc.branch(np.full(dmc.walkers.n_walkers, float(copies)), dmc.energies, cap=False)
         return dmc.walkers.n_walkers
 
     def where(self) -> dict | None:
         """Where this part's walkers live when they are on a GPU that shares them (host, device and the devices this
         process sees: :func:`~qmckit.samplers.cuda.device_identity`, and the process); None when they are on the
         host."""
-        if not hasattr(self.run.vmc, "take_last_shared") or getattr(self.run.vmc._sweeper, "DEVICE_AXES", None) is None:
+        if not getattr(self.run.vmc, "shares_device", False):
             return None
         import os
 
@@ -303,12 +304,12 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
         log_weight -= log_weight.max()
         start = time.perf_counter()
         pi, n = np.exp(log_weight), np.array(pops, dtype=float)
-        if np.dot(pi, n) ** 2 < WEIGHT_EFFICIENCY * n.sum() * np.dot(pi ** 2, n):
+        # a walker that moves takes its receiver's weight: the weights are evened out first, whichever triggers it
+        if np.dot(pi, n) ** 2 < WEIGHT_EFFICIENCY * n.sum() * np.dot(pi ** 2, n) or not _balanced(pops):
             pops = group.call("resample", [(p,) for p in pi * n.sum() / np.dot(pi, n)])
             log_weight[:] = 0.0
             resampled += 1
             moved += _rebalance(group, pops, always=True)  # the resampled parts' surpluses to the others
-        moved += _rebalance(group, pops)
         rebalance_s += time.perf_counter() - start
         if progress:
             progress(done, len(sizes))
@@ -334,14 +335,19 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
             "weight_efficiency": float(np.mean(efficiency)), "population_cap_hits": cap_hits}
 
 
+def _balanced(pops: list[int], fraction: float = REBALANCE_FRACTION) -> bool:
+    """Whether every part is within ``fraction`` of its share of the total (or one walker)."""
+    return all(abs(p - s) <= max(1.0, fraction * s) for p, s in zip(pops, partition(sum(pops), len(pops))))
+
+
 def _rebalance(group: _Parts, pops: list[int], always: bool = False) -> int:
     """Move walkers from the parts above their shares of the total to those below, when one is more than
     :data:`REBALANCE_FRACTION` (and one walker) away, or ``always``; updates ``pops`` and returns the walkers
-    moved. Each giver hands its walkers straight to its receivers' GPUs where they see its GPU (CUDA IPC: parts on one
+    moved. The parts' weights must be equal (just after the equilibration, or a resampling). Each giver hands its walkers straight to its receivers' GPUs where they see its GPU (CUDA IPC: parts on one
     host, :func:`~qmckit.scans.execute.start_executor`'s GPU workers), else through this process."""
-    shares = partition(sum(pops), len(pops))
-    if all(abs(p - s) <= max(1.0, 0.0 if always else REBALANCE_FRACTION * s) for p, s in zip(pops, shares)):
+    if _balanced(pops, 0.0 if always else REBALANCE_FRACTION):
         return 0
+    shares = partition(sum(pops), len(pops))
     # givers and receivers matched in order: (giver, receiver, walkers)
     surplus = [[k, pops[k] - shares[k]] for k in range(len(pops)) if pops[k] > shares[k]]
     transfers = []
@@ -357,9 +363,10 @@ def _rebalance(group: _Parts, pops: list[int], always: bool = False) -> int:
     givers = sorted({g for g, _, _ in transfers})
     receivers = sorted({r for _, r, _ in transfers})
     mine = {g: [t for t in transfers if t[0] == g] for g in givers}
-    group.moved_on_device += sum(n for g, r, n in transfers if group.shares_device(g, r))
-    given = group.call("give", [([n for _, _, n in mine[g]], [group.shares_device(g, r) for _, r, _ in mine[g]])
-                                for g in givers], givers)
+    shared = {(g, r): group.shares_device(g, r) for g, r, _ in transfers}
+    group.moved_on_device += sum(n for g, r, n in transfers if shared[g, r])
+    given = group.call("give", [([n for _, _, n in mine[g]], [shared[g, r] for g, r, _ in mine[g]]) for g in givers],
+                       givers)
     payloads = {r: [] for r in receivers}
     for g, out in zip(givers, given):
         for (_, r, _), payload in zip(mine[g], out):

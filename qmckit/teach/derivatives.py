@@ -19,16 +19,17 @@ def derivatives_feedback(task: str, expected: str, local_energy=None, drift=None
     except ValueError as err:  # numba cannot compile it, or a wrong shape: the message says which
         return Feedback(task, False, expected, "a function qmckit could not use", str(err))
     report = check(built)
-    findings = [line.strip() for line in report.lines if not line.startswith("derived")]
+    lines = [line for line in report.lines if not line.startswith("derived")]
     if report.ok:
-        return Feedback(task, True, expected, "; ".join(findings))
+        return Feedback(task, True, expected, "; ".join(line.strip() for line in lines))
     obtained, causes, subject = [], [], "it"
-    for line in findings:  # a finding ("drift: …", "local energy: …") and, indented below it, its diagnosis ("it …")
-        if line.startswith("it "):
-            causes.append(f"your {subject} {line[3:]}")
+    for line in lines:  # a finding ("drift: …", "local energy: …") and, indented below it, its diagnoses
+        text = line.strip()
+        if line.startswith(" "):
+            causes.append(f"your {subject} {text[3:]}" if text.startswith("it ") else text)
         else:
-            subject = "drift" if line.startswith("drift") else "E_L"
-            if "agrees" not in line:
-                obtained.append(line)
+            subject = "drift" if text.startswith("drift") else "E_L"
+            if "agrees" not in text:
+                obtained.append(text)
     return Feedback(task, False, expected, "; ".join(obtained), "; ".join(causes) or "see the comparison above",
                     ["qmckit.check(system) prints the whole comparison"])

@@ -60,11 +60,12 @@ def ground_state_energy(energy, alpha: float = 0.3) -> Feedback:
         cause = ("that is the VMC energy: the walkers have not been projected (is it a DMC run? are the DMC "
                  "equilibration steps and the run longer than a few time units, steps × dt ≳ 3?)")
     elif mean > 0.5:
-        cause = (f"between ½ and VMC's {vmc:.4f}: still relaxing; the projection takes a few time units (1/ω), "
-                 "so equilibrate longer (dmc_equilibration × dt ≳ 3)")
+        cause = (f"between ½ and VMC's {vmc:.4f}: still relaxing (the projection takes a few time units, 1/ω: "
+                 "equilibrate longer, dmc_equilibration × dt ≳ 3), or too few walkers, whose population control "
+                 "biases the energy upward by about 1/W (W ≳ 100)")
     else:
-        cause = ("below the ground state, which DMC cannot go for a nodeless ψ_T without a bias: the time step is too "
-                 "large (Δτ ≲ 0.01) or too few walkers bias the population control (W ≳ 100)")
+        cause = ("below the ground state, which DMC with a nodeless ψ_T reaches only through its time-step error: "
+                 "lower Δτ (≲ 0.01)")
     return Feedback("dmc.b", False, expected, obtained, cause)
 
 
@@ -83,18 +84,18 @@ def time_step_extrapolation(extrapolate) -> Feedback:
     value, error = attempt("dmc.c", expected, "extrapolate",
                            lambda: [float(x) for x in extrapolate(dts.copy(), energies.copy(), errors.copy())])
     obtained = f"E(0) = {value:.5f} ± {error:.5f}"
-    if np.isclose(value, right.energy, atol=1e-7) and np.isclose(error, right.error, rtol=0.05):
+    if np.isclose(value, right.energy, atol=1e-7, rtol=0) and np.isclose(error, right.error, rtol=0.05):
         return Feedback("dmc.c", True, expected, obtained)
     unweighted = np.polyfit(dts, energies, 1)[1]
-    if np.isclose(value, right.energy, atol=1e-7):
+    if np.isclose(value, right.energy, atol=1e-7, rtol=0):
         cause = (f"the intercept is right; its error is √((AᵀWA)⁻¹)₀₀ = {right.error:.5f}, from the covariance of "
                  "the weighted fit (not the scatter of the residuals, nor the smallest time step's error)")
-    elif np.isclose(value, unweighted, atol=1e-7):
+    elif np.isclose(value, unweighted, atol=1e-7, rtol=0):
         cause = "an unweighted fit: the points with small error bars must count more, weight them by 1/σ²"
-    elif np.isclose(value, energies[np.argmin(dts)], atol=1e-7):
+    elif np.isclose(value, energies[np.argmin(dts)], atol=1e-7, rtol=0):
         cause = ("that is the smallest time step's energy: it still carries a time-step error of "
                  f"{0.25 * dts.min():.4f}; extrapolate the line to Δτ = 0")
-    elif np.isclose(value, reference(dts, energies, errors, order=2, n_points=None).energy, atol=1e-7):
+    elif np.isclose(value, reference(dts, energies, errors, order=2, n_points=None).energy, atol=1e-7, rtol=0):
         cause = "a quadratic: with five points whose E(Δτ) is straight, fit a line (order 1)"
     else:
         cause = "fit E = E(0) + k Δτ by weighted least squares and return E(0)"

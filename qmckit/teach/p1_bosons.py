@@ -105,9 +105,11 @@ def _sampler_feedback(name: str, sampler, n: int, dim: int, steps: int, seed: in
         energies, acceptance = _sampler_answer(name, expected, sampler, 0.4, n, dim, steps, seed + 1 + k, **setting)
         label = ", ".join(f"{key} = {value:g}" for key, value in setting.items())
         if energies.size < 0.99 * steps:
+            accepted_only = abs(energies.size - acceptance * steps) <= 0.01 * steps
             return Feedback(name, False, expected, f"{energies.size} energies from {steps} steps ({label})",
                             "you record E_L only when a move is accepted: a rejected move counts the old "
-                            "configuration once more, so record E_L after every step")
+                            "configuration once more, so record E_L after every step" if accepted_only else
+                            f"return one energy per step, {steps} of them (a burn-in belongs before the steps)")
         est = estimate(energies)
         means.append(est)
         pull = (est.mean - exact) / est.error if est.error > 0 else np.inf
@@ -325,8 +327,8 @@ def one_body_density(radial_density, n: int = 10, samples: int = 20000, bins: in
                  "volume")
     elif abs(ratio * n - 1) < 0.05:
         cause = "normalised to one particle: ρ counts all N particles, Σ ρ 4πr² Δr = N (divide by the configurations)"
-    elif abs(ratio - n) < 0.05 * n or abs(ratio - samples) < 0.05 * samples:
-        cause = "divide the counts by the number of configurations M (and by the shell volumes), once"
+    elif abs(ratio / samples - 1) < 0.05:
+        cause = "divide the counts by the number of configurations M (and by the shell volumes)"
     else:
         cause = f"ρ is {ratio:.3g} × the exact density in the middle bins: check the normalisation"
     return Feedback("p1.h", False, expected, obtained, cause)

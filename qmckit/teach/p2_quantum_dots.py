@@ -78,8 +78,8 @@ def taut_energy(energy, tolerance: float = 0.005) -> Feedback:
     elif 3 * error >= tolerance:
         cause = f"the error bar ±{error:.4f} is too large to judge {tolerance}: run more steps or walkers"
     elif mean >= best_gaussian - 3 * error:
-        cause = (f"no better than the Gaussian alone (at best {best_gaussian:.4f}): is the Jastrow factor in, with "
-                 "a = 1 for two electrons of opposite spin?")
+        cause = (f"no better than the Gaussian alone (at best {best_gaussian:.4f}): check that the Jastrow factor, "
+                 "with a = 1 for two electrons of opposite spin, is in ψ_T and that β is not near 0 or large")
     else:
         cause = "the Jastrow factor helps, but α and β are not at their best: minimise the energy over both"
     return Feedback("p2.c", False, expected, obtained, cause)
