@@ -239,3 +239,17 @@ def test_the_system_panel_runs_a_user_system_from_its_values(oscillators):
         panel.run_sync()
     energy = panel.last_run.estimates()["energy"]
     assert abs(energy.mean - 3.0) < 1e-9 and "E = 3.0" in panel.status.value  # ψ_T exact at α = ½
+
+
+def test_the_scan_panel_scans_a_user_system_from_its_values(oscillators):
+    from qmckit.widgets import ScanPanel
+
+    system = oscillators["analytic"]
+    panel = ScanPanel(type(system)(alpha=0.45), workers=0, seed=2, alpha="0.45,0.5", walkers="20", steps="200")
+    assert panel.system == type(system).name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = panel.run_sync()
+    energies = {row["point"]["alpha"]: row["estimates"]["energy"] for row in result.rows}
+    assert abs(energies[0.5]["mean"] - 3.0) < 1e-9  # exact at α = ½
+    assert abs(energies[0.45]["mean"] - closed_form(0.45)) < 3 * energies[0.45]["error"]

@@ -34,7 +34,8 @@ FULL_SETTINGS = {"walkers": "200", "steps": "2000"}
 
 
 class ScanPanel(RunControls):
-    """Grid editor, Run/Stop, progress over points, status, live plot of a scan of ``system``.
+    """Grid editor, Run/Stop, progress over points, status, live plot of a scan of ``system`` (a registered name, or
+    a system instance such as a student's :func:`qmckit.UserSystem`, whose values fill the boxes).
 
     Keyword arguments set the text of a parameter's or setting's box (a value or an axis). Attributes:
     ``boxes`` (name → Text), ``workers`` (IntText), ``seed`` (IntText), ``dashboard`` (HTML), the
@@ -43,10 +44,15 @@ class ScanPanel(RunControls):
     """
 
     def __init__(self, system: str = "bec", workers: int = 2, seed: int = 0, **values):
+        instance = None if isinstance(system, str) else system  # a student's qmckit.UserSystem: its values start
+        if instance is not None:
+            from ..systems import adopt
+
+            system = adopt(instance)
         self.system = system
         self.system_class = lookup(system)
         infos = {info.name: info for info in self.system_class.parameters()}
-        defaults = self.system_class.Params().as_dict()
+        defaults = (instance.params if instance is not None else self.system_class.Params()).as_dict()
         settings = DEFAULT_SETTINGS | ({} if fast_mode() else FULL_SETTINGS)
         unknown = sorted(set(values) - set(infos) - set(SETTINGS))
         if unknown:
