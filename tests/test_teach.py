@@ -100,7 +100,8 @@ def test_every_task_cell_of_an_exercise_has_a_solution_and_a_check(exercise):
     from qmckit.teach.notebook import read_solutions
 
     cells = nbformat.read(EXERCISES / f"{exercise}.ipynb", as_version=4).cells
-    tasks = [c.source.splitlines()[0].split()[2] for c in cells if c.cell_type == "code" and c.source.startswith("# task ")]
+    tasks = [c.source.splitlines()[0].split()[2] for c in cells
+             if c.cell_type == "code" and c.source.startswith("# task ")]
     solutions = read_solutions(EXERCISES / "solutions" / f"{exercise}.py")
     assert tasks and sorted(tasks) == sorted(solutions)
     checked = {name for c in cells for name in tasks if f'check_task("{name}"' in c.source}

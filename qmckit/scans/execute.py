@@ -250,7 +250,8 @@ def _gpu_cluster(gpus: int):
     visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()] or \
         [str(k) for k in range(present)]
     workers = {f"gpu{k}": {"cls": Nanny, "options": {"nthreads": 1, "env": {
-        "CUDA_VISIBLE_DEVICES": ",".join(visible[k:] + visible[:k]), "NUMBA_NUM_THREADS": str(max(1, cores // n)), "OMP_NUM_THREADS": "1"}}}
+        "CUDA_VISIBLE_DEVICES": ",".join(visible[k:] + visible[:k]), "NUMBA_NUM_THREADS": str(max(1, cores // n)),
+        "OMP_NUM_THREADS": "1"}}}
         for k in range(n)}
     cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
         "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}})

@@ -11,8 +11,8 @@ whole run (a Dask actor; an object in this process for ``client="serial"``), so 
 parts must be evened out. A part branches its own walkers with renormalised branching (``DMC.fixed_population``):
 ⌊W_k q/Σq + u⌋ copies of each walker, so its population stays at W_k within rounding and no part waits for a larger
 one. The weight that the renormalisation takes out is carried instead: every walker of part k has the weight Π_k,
-and each step multiplies it by Σ_k q/W_k (the ratio of the part's expected to its actual weight). It equilibrates on its
-own (VMC sweeps, then the unrecorded DMC equilibration steps), then runs the blocks, branching with one E_T for the
+and each step multiplies it by (Σq)/W_k, the sum over the part's walkers (their weight after the step) over the
+walkers they become. It equilibrates on its own (VMC sweeps, then the unrecorded DMC equilibration steps), then runs the blocks, branching with one E_T for the
 whole block. Between blocks the driver merges the parts' steps, every part's with its weight Π_k (relative to the
 walkers' mean weight):
 
@@ -331,8 +331,8 @@ def _split_dmc(config, parts: int, client, progress) -> dict:
             "tau_eff": config.dt * accepted / proposed if proposed > 0 else config.dt,
             "equilibration_s": equilibration_s, "blocks_s": blocks_s, "rebalanced": moved,
             "moved_on_device": group.moved_on_device, "resampled": resampled,
-            "rebalance_s": rebalance_s, "setup_s": setup_s, "calls_s": dict(group.seconds), "load_imbalance": float(np.mean(imbalance)),
-            "weight_efficiency": float(np.mean(efficiency)), "population_cap_hits": cap_hits}
+            "rebalance_s": rebalance_s, "setup_s": setup_s, "calls_s": dict(group.seconds),
+            "load_imbalance": float(np.mean(imbalance)), "weight_efficiency": float(np.mean(efficiency)), "population_cap_hits": cap_hits}
 
 
 def _balanced(pops: list[int], fraction: float = REBALANCE_FRACTION) -> bool:
@@ -343,8 +343,9 @@ def _balanced(pops: list[int], fraction: float = REBALANCE_FRACTION) -> bool:
 def _rebalance(group: _Parts, pops: list[int], always: bool = False) -> int:
     """Move walkers from the parts above their shares of the total to those below, when one is more than
     :data:`REBALANCE_FRACTION` (and one walker) away, or ``always``; updates ``pops`` and returns the walkers
-    moved. The parts' weights must be equal (just after the equilibration, or a resampling). Each giver hands its walkers straight to its receivers' GPUs where they see its GPU (CUDA IPC: parts on one
-    host, :func:`~qmckit.scans.execute.start_executor`'s GPU workers), else through this process."""
+    moved. The parts' weights must be equal (just after the equilibration, or a resampling). Each giver hands its
+    walkers straight to its receivers' GPUs where they see its GPU (CUDA IPC: parts on one host,
+    :func:`~qmckit.scans.execute.start_executor`'s GPU workers), else through this process."""
     if _balanced(pops, 0.0 if always else REBALANCE_FRACTION):
         return 0
     shares = partition(sum(pops), len(pops))

@@ -11,6 +11,6 @@ energy", "your error is the naive σ/√n: the samples are correlated, τ_int �
 """
 from .feedback import TASKS, Feedback, check_task, task
 from .notebook import start
-from . import dmc_intro, p1_bosons, p2_quantum_dots  # noqa: F401  (register the tasks of the DMC introduction, projects 1, 2)
+from . import dmc_intro, p1_bosons, p2_quantum_dots  # noqa: F401  (they register their tasks)
 
 __all__ = ["check_task", "Feedback", "TASKS", "task", "start"]

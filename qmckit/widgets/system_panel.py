@@ -75,10 +75,9 @@ class SystemPanel(RunControls):
                  sampler: str = "drift", dt: float = 0.05, walkers: int | None = None, steps: int | None = None,
                  seed: int = 1, redraw_interval: float = 0.5, title: str | None = None, **params):
         if not isinstance(system, str):  # an instance (a student's qmckit.UserSystem): its class, its values
-            from dataclasses import asdict as values
             from ..systems import adopt
 
-            params = {**values(system.params), **params}
+            params = {**system.params.as_dict(), **params}
             system = adopt(system)
         if system not in SYSTEMS:
             raise ValueError(f"system must be one of {', '.join(SYSTEMS)}, got {system!r}")
