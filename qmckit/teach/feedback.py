@@ -33,7 +33,8 @@ class Feedback:
 
     def _repr_html_(self) -> str:
         colour = "#1a7f37" if self.passed else "#b35900"
-        return (f"<div style='border-left: 4px solid {colour}; padding-left: 8px'><pre style='margin: 0'>"
+        return (f"<div style='border-left: 4px solid {colour}; padding-left: 8px'><pre style='margin: 0; white-space: "
+                f"pre-wrap; word-break: normal; overflow-wrap: break-word'>"
                 f"{html.escape(self.text)}</pre></div>")
 
 

@@ -20,15 +20,15 @@ def read_solutions(path) -> dict:
     return sections
 
 
-def start(exercise: str, folder: str | os.PathLike = "solutions") -> bool:
+def start(exercise: str, folder: str | os.PathLike = "solutions") -> None:
     """Called in the first code cell of the exercise notebook ``exercise`` (e.g. "p1_bosons"). Does nothing for a
     student. With the environment variable QMCKIT_EXERCISE_SOLUTIONS=1 (the tests set it) every later cell that begins
     with the line ``# task NAME`` runs the section of ``folder/<exercise>.py`` for task NAME instead, so that the
-    notebook's checks run on the teacher's solutions, and a check that does not pass raises (so the test fails).
-    Returns whether the solutions are in."""
+    notebook's checks run on the teacher's solutions, and a check that does not pass raises (so the test fails);
+    :data:`solutions_in` then says so."""
     global solutions_in
     if os.environ.get(SOLUTIONS) != "1":
-        return False
+        return
     from IPython import get_ipython
 
     shell = get_ipython()
@@ -46,4 +46,3 @@ def start(exercise: str, folder: str | os.PathLike = "solutions") -> bool:
 
     shell.input_transformers_post.append(solution)
     solutions_in = True
-    return True

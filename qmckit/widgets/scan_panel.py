@@ -186,7 +186,7 @@ class ScanPanel(RunControls):
             order = np.argsort(x)
             ax.errorbar(x[order], mean[order], yerr=error[order], fmt="o-", ms=4, capsize=2)
             ax.set_xlabel(mpl_text(self.boxes[names[0]].description))
-            ax.set_ylabel(f"{label} [{unit}]")
+            ax.set_ylabel(f"{label} [{unit}]" if unit else label)
         elif len(names) == 2 and numeric:
             xs, ys = (sorted(set(axes[n])) for n in names)
             grid = np.full((len(ys), len(xs)), np.nan)
@@ -194,7 +194,7 @@ class ScanPanel(RunControls):
                 grid[ys.index(r["point"][names[1]]), xs.index(r["point"][names[0]])] = m
             image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis",
                               extent=_extent(xs) + _extent(ys))
-            fig.colorbar(image, ax=ax, label=f"{label} [{unit}]")
+            fig.colorbar(image, ax=ax, label=f"{label} [{unit}]" if unit else label)
             ax.set_xlabel(mpl_text(self.boxes[names[0]].description))
             ax.set_ylabel(mpl_text(self.boxes[names[1]].description))
         else:  # many axes, or a text axis (method=vmc,dmc): the points in order, labelled
@@ -202,7 +202,7 @@ class ScanPanel(RunControls):
             ax.set_xticks(np.arange(len(rows)), [", ".join(str(r["point"][n]) for n in names) for r in rows],
                           rotation=30, ha="right", fontsize=7)
             ax.set_xlabel(", ".join(names))
-            ax.set_ylabel(f"{label} [{unit}]")
+            ax.set_ylabel(f"{label} [{unit}]" if unit else label)
         ax.set_title(f"{self.system}: {len(rows)} points")
         self.plot.outputs = (png_output(figure_png(fig), text=f"<scan of {len(rows)} points>"),)
 

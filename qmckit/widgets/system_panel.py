@@ -121,8 +121,8 @@ class SystemPanel(RunControls):
         units = ", ".join(f"{what} in {html_text(unit)}" for what, unit in (
             ("lengths", self.system_class.length_unit), ("energies", self.system_class.energy_unit),
             ("time", self.system_class.time_unit)) if unit)
-        header = widgets.HTML(f"<b>{html_text(title or self.system_class.title)}</b> "
-                              f"<span style='color:#666'>({units})</span>")
+        header = widgets.HTML(f"<b>{html_text(title or self.system_class.title)}</b>"
+                              + (f" <span style='color:#666'>({units})</span>" if units else ""))
         run_controls = ([self.method] if len(methods) > 1 else []) + [self.sampler, self.dt, self.walkers,
                                                                        self.steps, self.seed]
         controls = row([widgets.VBox(list(self.controls.values())), widgets.VBox(run_controls)])
