@@ -215,6 +215,10 @@ def _histogram_of_r(positions, bins, r_max):  # counts per configuration and Δr
     ("p1.g", dict(log_psi=_psi, potential=lambda R, p: 0.5 * (np.sum(R[:, :2] ** 2) + p[1] * np.sum(R[:, 2] ** 2))),
      "has β on z² where it has β²"),
     ("p1.g", dict(log_psi=_psi, potential=lambda R, p: 2 * _trap(R, p)), "lacks the ½ of the trap"),
+    ("p1.g.run", dict(yours={"mean": 2.42, "error": 0.005}, built_in={"mean": 2.42, "error": 0.005}),
+     "your energy is per particle already"),
+    ("p1.g.run", dict(yours={"mean": 25.0, "error": 0.05}, built_in={"mean": 2.42, "error": 0.005}),
+     "σ apart although ln ψ_T and V agree"),
     ("p1.h", dict(radial_density=_histogram_of_r), "divide each bin by its volume"),
     ("p1.h", dict(radial_density=lambda x, b, r: (_density(x, b, r)[0], _density(x, b, r)[1] / x.shape[1])),
      "normalised to one particle"),
@@ -224,6 +228,11 @@ def _histogram_of_r(positions, bins, r_max):  # counts per configuration and Δr
 def test_typical_mistakes_in_tasks_f_g_and_h_get_their_own_message(name, answer, words):
     feedback = check_task(name, **answer)
     assert not feedback.passed and words in feedback.cause, feedback.text
+
+
+def test_equal_energies_of_the_two_interacting_systems_pass_the_run_check_of_task_g():
+    feedback = check_task("p1.g.run", yours={"mean": 24.23, "error": 0.05}, built_in={"mean": 2.42, "error": 0.005})
+    assert feedback.passed and "+0.4σ" in feedback.obtained, feedback.text
 
 
 DMC = _solutions("dmc_intro")
@@ -276,7 +285,9 @@ def free_without_laplacian(R, p):
 def test_the_solutions_pass_project_2():
     for name, answer in (("p2.a", dict(local_energy=DOTS["free_local_energy"])),
                          ("p2.b", dict(local_energy=DOTS["dot_local_energy"])),
-                         ("p2.c", dict(energy={"mean": 3.0009, "error": 0.0002}))):
+                         ("p2.c", dict(energy={"mean": 3.0009, "error": 0.0002})),
+                         ("p2.d", dict(r12=DOTS["r12"], virial=DOTS["virial"])),
+                         ("p2.e", dict(density=DOTS["density"]))):
         feedback = check_task(name, **answer)
         assert feedback.passed and not feedback.cause, feedback.text
 
@@ -287,6 +298,19 @@ def test_the_solutions_pass_project_2():
     ("p2.c", dict(energy={"mean": 3.1690, "error": 0.001}), "no better than the Gaussian alone"),
     ("p2.c", dict(energy={"mean": 2.95, "error": 0.001}), "below the exact ground state"),
     ("p2.c", dict(energy={"mean": 3.03, "error": 0.001}), "not at their best"),
+    ("p2.d", dict(r12=lambda R, p: np.sum((R[0] - R[1]) ** 2), virial=DOTS["virial"]), "the squared distance"),
+    ("p2.d", dict(r12=lambda R, p: np.sqrt(np.sum(R[0] ** 2)) - np.sqrt(np.sum(R[1] ** 2)), virial=DOTS["virial"]),
+     "the difference of the distances from the centre"),
+    ("p2.d", dict(r12=DOTS["r12"], virial=lambda t, trap, coulomb: 2 * t - 2 * trap - coulomb),
+     "the Coulomb term has the wrong sign"),
+    ("p2.d", dict(r12=DOTS["r12"], virial=lambda t, trap, coulomb: 2 * t - 2 * trap), "the Coulomb term is missing"),
+    ("p2.d", dict(r12=DOTS["r12"], virial=lambda t, trap, coulomb: 2 * t - trap - coulomb),
+     "weighs each term by its degree"),
+    ("p2.d", dict(r12=DOTS["r12"], virial=lambda t, trap, coulomb: t - trap - coulomb), "holds for the trap alone"),
+    ("p2.e", dict(density=lambda rho, w: 2 * w / np.pi * np.exp(-w * rho ** 2)), "normalised to both electrons"),
+    ("p2.e", dict(density=lambda rho, w: w / np.pi * np.exp(-w * rho ** 2 / 2)), "that of ψ: the density is |ψ|²"),
+    ("p2.e", dict(density=lambda rho, w: w * np.exp(-w * rho ** 2)), "the 1/π is missing"),
+    ("p2.e", dict(density=lambda rho, w: (w / np.pi) ** 1.5 * np.exp(-w * rho ** 2)), "three-dimensional"),
 ])
 def test_typical_mistakes_in_project_2_get_their_own_message(name, answer, words):
     feedback = check_task(name, **answer)

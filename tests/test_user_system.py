@@ -253,3 +253,37 @@ def test_the_scan_panel_scans_a_user_system_from_its_values(oscillators):
     energies = {row["point"]["alpha"]: row["estimates"]["energy"] for row in result.rows}
     assert abs(energies[0.5]["mean"] - 3.0) < 1e-9  # exact at α = ½
     assert abs(energies[0.45]["mean"] - closed_form(0.45)) < 3 * energies[0.45]["error"]
+
+
+def test_energy_terms_and_observables_are_averaged_by_vmc_without_changing_the_walk(oscillators):
+    """⟨T⟩ = N·D·α/2, ⟨V⟩ = N·D/(8α) and ⟨Σ r²⟩ = N·D/(4α) for |ψ_T|² = exp(−2α Σ r²); measuring them leaves the
+    energy of the same seeded run unchanged."""
+    alpha = 0.4
+    measured = qmckit.UserSystem(n=N, dim=D, params={"alpha": 0.5}, log_psi=log_psi, potential={"trap": trap},
+                                 name="oscillator_measured", energy_terms=True,
+                                 observables={"r2": lambda R, p: np.sum(R * R)})
+    assert measured.capabilities.observables == ("kinetic_energy", "potential_trap", "r2")
+    settings = dict(params={"alpha": alpha}, walkers=100, steps=1500, seed=4)
+    out = run(measured, **settings)["estimates"]
+    assert out["energy"] == run(oscillators["fd"], **settings)["estimates"]["energy"]
+    for key, exact in (("kinetic_energy", N * D * alpha / 2), ("potential_trap", N * D / (8 * alpha)),
+                       ("r2", N * D / (4 * alpha))):
+        assert abs(out[key]["mean"] - exact) < 3 * out[key]["error"], (key, out[key], exact)
+    # T + V = E_L walker by walker
+    positions = np.random.default_rng(0).normal(size=(20, N, D))
+    values = measured.measure(positions)
+    assert np.allclose(values[:, 1] + values[:, 2], values[:, 0], rtol=1e-12, atol=1e-12)
+    assert np.allclose(values[:, 3], np.sum(positions ** 2, axis=(1, 2)))
+
+
+@pytest.mark.parametrize("observables, energy_terms, words", [
+    ({"energy": log_psi}, False, "^observables must map short identifiers other than energy"),
+    ({"r 2": log_psi}, False, "^observables must map short identifiers"),
+    ({"r2": 3.0}, False, "^observables must map short identifiers"),
+    ({"kinetic_energy": log_psi}, True, "^observables: kinetic_energy repeat a name of the energy terms"),
+    ({"first": lambda R, p: R[0]}, False, r"^observable 'first': must return a number, got shape \(3,\)"),
+    ({}, "yes", "^energy_terms must be True or False")])
+def test_bad_observables_are_refused_in_one_line(observables, energy_terms, words):
+    with pytest.raises(ValueError, match=words):
+        qmckit.UserSystem(n=N, dim=D, params={"alpha": 0.5}, log_psi=log_psi, potential=trap, name="observed",
+                          observables=observables, energy_terms=energy_terms)

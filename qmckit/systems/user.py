@@ -16,7 +16,10 @@ sum is V, so that :func:`qmckit.check` can name a term the local energy misses).
 
 * ``drift(R, p)``: ∇ ln ψ_T of every particle, (N, d). Note: qmckit's drift is ∇ ln ψ, half of the quantum force
   F = 2∇ψ/ψ of many course notes;
-* ``local_energy(R, p)``: E_L = −(ħ²/2m) ∇²ψ/ψ + V.
+* ``local_energy(R, p)``: E_L = −(ħ²/2m) ∇²ψ/ψ + V;
+* ``observables={name: f(R, p)}``: further estimators of one configuration (⟨r₁₂⟩, …), averaged in VMC;
+* ``energy_terms=True``: VMC also reports the kinetic energy ``kinetic_energy`` = E_L − V and every potential term,
+  ``potential_energy`` for one function or ``potential_<name>`` for each named one (the virial theorem's terms).
 
 What is not given is derived by central finite differences of ln ψ with step :data:`FD_STEP` (the gradient with
 2d evaluations of ln ψ per particle, the local energy with 2Nd + 1): correct to about 1e-8 relative, and slower,
@@ -38,6 +41,9 @@ from .protocol import Capabilities, Kernels, System, no_other_drift_change, para
 FD_STEP = 1e-4  # length units: near ε^(1/4), the step that balances truncation and round-off in a second difference
 
 
+ENERGY_KEYS = ("energy", "energy_variance")  # what a run reports anyway: not names of observables
+
+
 class UserSystemBase(System):
     """The base of the classes :func:`UserSystem` makes (one per call: its kernels are class attributes)."""
 
@@ -51,6 +57,7 @@ class UserSystemBase(System):
     user_functions: dict = {}            # the compiled user functions (log_psi, drift, local_energy, terms)
     recipe: dict = {}                    # the arguments of UserSystem that made it (to make it again elsewhere)
     fd_functions: dict = {}              # gradient and local energy by finite differences (for qmckit.check)
+    columns: tuple = ()                  # compiled column(positions, p, out, k) of every measured function
 
     @property
     def n_particles(self) -> int:
@@ -69,6 +76,18 @@ class UserSystemBase(System):
     def initial_positions(self, n_walkers: int, rng: np.random.Generator) -> np.ndarray:
         return rng.normal(scale=self.width, size=(n_walkers, self.n, self.dim))
 
+    def measure(self, positions: np.ndarray) -> np.ndarray:
+        """(W, 1 + K) whole-walker E_L and the K ``capabilities.observables`` of positions (W, N, d): the kinetic
+        energy and potential terms first when ``energy_terms`` was asked for, then the user's observables."""
+        positions = np.ascontiguousarray(positions, dtype=np.float64)
+        p = self.kernel_params
+        out = np.empty((positions.shape[0], len(self.columns)))
+        for k, column in enumerate(self.columns):
+            column(positions, p, out, k)
+        if "kinetic_energy" in self.capabilities.observables:  # column 1 holds V: T = E_L − V
+            out[:, 1] = out[:, 0] - out[:, 1]
+        return out
+
     @classmethod
     def derived(cls) -> list[str]:
         """What qmckit derives by finite differences (slower than an analytic version, and said so)."""
@@ -77,7 +96,8 @@ class UserSystemBase(System):
 
 def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=None, drift=None, bounds=None,
                name: str = "user", title: str = "", energy_unit: str = "", length_unit: str = "",
-               width: float = 1.0, hbar2_over_m: float = 1.0, exact_cases=(), examples=({},)) -> UserSystemBase:
+               width: float = 1.0, hbar2_over_m: float = 1.0, exact_cases=(), examples=({},), observables=None,
+               energy_terms: bool = False) -> UserSystemBase:
     """A system of ``n`` particles in ``dim`` dimensions from plain Python functions (see the module docstring).
 
     params      {name: default} of the parameters, in the order the functions read them from ``p``
@@ -87,6 +107,8 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
     hbar2_over_m  ħ²/m in the system's units (1: E_L = −½∇²ψ/ψ + V)
     exact_cases, examples  as a System declares them (``((params, exact energy), …)``, ``(params, …)``): the
                   conformance suite (tests/test_conformance.py) runs a registered system's
+    observables   {name: f(R, p)} of further estimators (numbers, in their own units), averaged by VMC
+    energy_terms  VMC also reports ``kinetic_energy`` and every potential term (see the module docstring)
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
         raise ValueError(f"n must be a positive integer, got {n!r}")
@@ -100,6 +122,19 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
     terms = dict(potential) if isinstance(potential, dict) else {"potential": potential}
     if not terms or not all(callable(f) for f in terms.values()):
         raise ValueError("potential must be a function of (R, p) or a dict of named functions")
+    observables = dict(observables or {})
+    for key, f in observables.items():
+        if not (isinstance(key, str) and key.isidentifier()) or key in ENERGY_KEYS or not callable(f):
+            raise ValueError(f"observables must map short identifiers other than {' and '.join(ENERGY_KEYS)} to "
+                             f"functions of (R, p), got {key!r}: {f!r}")
+    if not isinstance(energy_terms, (bool, np.bool_)):
+        raise ValueError(f"energy_terms must be True or False, got {energy_terms!r}")
+    term_keys = (("potential_energy",) if not isinstance(potential, dict) else
+                 tuple(f"potential_{key}" for key in terms))
+    names = (("kinetic_energy",) + term_keys if energy_terms else ()) + tuple(observables)
+    if len(set(names)) < len(names):
+        raise ValueError(f"observables: {', '.join(sorted(observables))} repeat a name of the energy terms "
+                         f"({', '.join(('kinetic_energy',) + term_keys)})")
     bounds = dict(bounds or {})
     unknown = set(bounds) - set(params)
     if unknown:
@@ -116,13 +151,19 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
     recipe = dict(n=int(n), dim=dim, params=dict(params), log_psi=log_psi, potential=potential,
                   local_energy=local_energy, drift=drift, bounds=bounds or None, name=name, title=title,
                   energy_unit=energy_unit, length_unit=length_unit, width=width, hbar2_over_m=hbar2_over_m,
-                  exact_cases=exact_cases, examples=examples)
+                  exact_cases=exact_cases, examples=examples, observables=observables or None,
+                  energy_terms=bool(energy_terms))
     compiled = _compile(log_psi, terms, drift, local_energy, n, dim, float(hbar2_over_m))
+    measured = ([compiled["local_energy"]] + ([compiled["user"]["potential"]] if energy_terms else [])
+                + (list(compiled["user"]["terms"].values()) if energy_terms else [])
+                + [_jit(f) for f in observables.values()])
+    compiled["user"]["observables"] = dict(zip(observables, measured[len(measured) - len(observables):]))
     cls = type(f"UserSystem_{name}", (UserSystemBase,), {
         "name": name, "title": title or f"a user-defined system of {n} particles in {dim} D",
         "description": "defined in Python with qmckit.UserSystem", "Params": Params, "dim": dim, "n": int(n),
         "width": float(width), "energy_unit": energy_unit, "length_unit": length_unit,
-        "capabilities": Capabilities(), "kernels": compiled["kernels"],
+        "capabilities": Capabilities(observables=names), "kernels": compiled["kernels"],
+        "columns": tuple(_column(f) for f in measured),
         "given": tuple(k for k, f in (("drift", drift), ("local_energy", local_energy)) if f is not None),
         "potential_terms": tuple(terms), "user_functions": compiled["user"], "fd_functions": compiled["fd"],
         "hbar2_over_m": property(lambda self, value=float(hbar2_over_m): value), "recipe": recipe,
@@ -145,6 +186,7 @@ def _try_once(system) -> None:
                                                   f, ()) for key, f in user["terms"].items()]
     calls += [(name, user[name], (system.n, system.dim) if name == "drift" else ())
               for name in ("drift", "local_energy") if name in user]
+    calls += [(f"observable {key!r}", f, ()) for key, f in user["observables"].items()]
     for label, f, shape in calls:
         try:
             value = np.asarray(f(R, p))
@@ -267,7 +309,17 @@ def _compile(log_psi, terms: dict, drift, local_energy, n: int, dim: int, hbar2_
 
     kernels = Kernels(recompute, gradient, test_move, accept_move, kernel_local_energy, lp, no_other_drift_change,
                       potential)
-    return {"kernels": kernels, "user": user, "fd": {"gradient": fd_gradient, "local_energy": fd_local_energy}}
+    return {"kernels": kernels, "user": user, "fd": {"gradient": fd_gradient, "local_energy": fd_local_energy},
+            "local_energy": energy}
+
+
+def _column(f):
+    """A compiled loop that writes f(R, p) of every walker of positions (W, N, d) into column k of out (W, K)."""
+    @nb.njit
+    def column(positions, p, out, k):
+        for w in range(positions.shape[0]):
+            out[w, k] = f(positions[w], p)
+    return column
 
 
 def is_user_system(cls) -> bool:

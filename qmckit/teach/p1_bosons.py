@@ -6,6 +6,8 @@ interaction E_L = N·d·α + (½ − 2α²) Σ r², ∇_i ln ψ = −2α r_i, an
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .derivatives import derivatives_feedback
@@ -287,6 +289,29 @@ def _named_slip(residual, terms: list, what: str) -> str:
         if np.abs(residual - multiple * t).max() <= 1e-6 * np.abs(residual).max() + 1e-12:
             return slip
     return f"your {what} differs from the reference by more than a known term: compare it term by term"
+
+
+@task("p1.g.run")
+def interacting_trap_run(yours, built_in, n: int = 10) -> Feedback:
+    """After task g: the VMC energy of the student's system (``yours``: a run's ``estimates["energy"]``, of all ``n``
+    bosons) against qmckit's trapped-boson system at the same parameters (``built_in``: its
+    ``estimates["energy_per_particle"]``), per particle, within 4σ of their combined error (ħω)."""
+    mine = (float(yours["mean"]) / n, float(yours["error"]) / n)
+    ref = (float(built_in["mean"]), float(built_in["error"]))
+    expected = f"your E/N equal to the built-in {ref[0]:.4f} ± {ref[1]:.4f} ħω within 4σ"
+    obtained = f"E/N = {mine[0]:.4f} ± {mine[1]:.4f} ħω"
+    sigma = math.hypot(mine[1], ref[1])
+    if not (mine[1] > 0 and ref[1] > 0):
+        return Feedback("p1.g.run", False, expected, obtained, "an error bar of zero: run more steps")
+    if abs(mine[0] - ref[0]) <= 4 * sigma:
+        return Feedback("p1.g.run", True, expected, obtained + f" ({(mine[0] - ref[0]) / sigma:+.1f}σ)")
+    if abs(float(yours["mean"]) - ref[0]) <= 4 * sigma * n:
+        cause = (f"your energy is per particle already: pass estimates['energy'] of all {n} bosons (the check "
+                 "divides by N)")
+    else:
+        cause = (f"{abs(mine[0] - ref[0]) / sigma:.1f}σ apart although ln ψ_T and V agree: run both with the same α, "
+                 "β, a and N (and the same trap: lam is β)")
+    return Feedback("p1.g.run", False, expected, obtained, cause)
 
 
 @task("p1.h")

@@ -25,3 +25,18 @@ def dot_local_energy(R, p):
 
 # %% task p2.c
 alpha, beta = 0.99, 0.40  # near the minimum of E(α, β) (see the scan above)
+
+# %% task p2.d
+def r12(R, p):
+    """|r₁ − r₂| (a.u.)."""
+    return np.sqrt(np.sum((R[0] - R[1]) ** 2))
+
+
+def virial(kinetic, trap, coulomb):
+    """2T − (2V_trap − V_ee): V_trap ∝ r² (n = 2), V_ee ∝ r⁻¹ (n = −1)."""
+    return 2 * kinetic - (2 * trap - coulomb)
+
+# %% task p2.e
+def density(rho, omega):
+    """(ω/π) exp(−ωρ²): |exp(−ωρ²/2)|² per electron, ∫ 2πρ n dρ = 1."""
+    return omega / np.pi * np.exp(-omega * rho ** 2)
