@@ -198,27 +198,38 @@ def correlated_energies(system, configs, name: str, values, *, n_groups: int = 2
     walkers (see the module docstring). With ``values == [reference]`` all weights are 1 and
     the energy is the plain mean of E_L.
     """
+    values = np.atleast_1d(np.asarray(values, dtype=float))
+    reference = float(_parameter(system, name))
+    others = [None if value == reference else with_parameter(system, name, value) for value in values]
+    return reweighted(system, configs, others, n_groups=n_groups, min_groups=min_groups, name=name,
+                      reference=reference, values=values)
+
+
+def reweighted(system, configs, others, *, n_groups: int = 20, min_groups: int = 8, name: str = "",
+               reference: float = math.nan, values=None) -> CorrelatedScan:
+    """Energies and variances of the systems ``others`` (the same system at other parameters; None: ``system``
+    itself) from ``configs`` ``(S, W, N, d)``, samples of ``|ψ|²`` for ``system``, by reweighting; see
+    :func:`correlated_energies`. ``values`` label the entries (default 0, 1, …)."""
     configs = np.asarray(configs, dtype=np.float64)
     if configs.ndim != 4:
         raise ValueError(f"configs must have shape (n_samples, n_walkers, N, d), got {configs.shape}")
-    values = np.atleast_1d(np.asarray(values, dtype=float))
+    values = np.arange(len(others), dtype=float) if values is None else values
     S, W = configs.shape[:2]
     axis, labels, g = _groups(S, W, n_groups, min_groups)
     scale = float(system.energy_scale())
-    reference = float(_parameter(system, name))
     log_psi0, e0 = evaluate(system, configs)
     if not np.all(np.isfinite(log_psi0)):
         raise ValueError("configs contain configurations with ψ = 0: they are not samples of this system")
 
-    n_v = values.size
+    n_v = len(others)
     energy, variance, ess = np.empty(n_v), np.empty(n_v), np.empty(n_v)
     tau = np.empty(n_v)
     e_rep, v_rep = np.empty((g, n_v)), np.empty((g, n_v))
-    for k, value in enumerate(values):
-        if value == reference:
+    for k, other in enumerate(others):
+        if other is None:
             log_psi, e_loc = log_psi0, e0
         else:
-            log_psi, e_loc = evaluate(with_parameter(system, name, value), configs)
+            log_psi, e_loc = evaluate(other, configs)
         log_w = 2.0 * (log_psi - log_psi0)
         w = np.exp(log_w - log_w.max())  # stabilised: the largest weight is 1
         e = np.where(w > 0, e_loc, 0.0) / scale

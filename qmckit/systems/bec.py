@@ -374,7 +374,8 @@ class TrappedBosons(System):
     length_unit = "a_⊥"
     time_unit = "1/ω_⊥"
     kernels = KERNELS
-    capabilities = Capabilities(gpu="qmckit.backends.cuda_bec:CudaBosonSweeper", green_all=True)
+    capabilities = Capabilities(gpu="qmckit.backends.cuda_bec:CudaBosonSweeper", green_all=True,
+                                parameter_derivatives=("alpha",))
     # a = 0 and α = ½: the Gaussian is the ground state, E/N = (2 + λ)/2
     exact_cases = ((dict(n=5, lam=1.0, a=0.0, alpha=0.5), 1.5), (dict(n=3, lam=2.8284, a=0.0, alpha=0.5), 2.4142))
     examples = (dict(n=7, lam=2.8284, a=0.433, alpha=0.45), dict(n=5, lam=1.0, a=0.1, alpha=0.7),
@@ -399,6 +400,11 @@ class TrappedBosons(System):
     def density_range(self) -> float:
         """A histogram range that holds the cloud: five Gaussian widths 1/√(4α) of the x density."""
         return 5.0 / math.sqrt(4.0 * self.params.alpha)
+
+    def log_psi_parameter_derivatives(self, configs: np.ndarray, names: tuple) -> np.ndarray:
+        """(M, 1) ∂ ln ψ_T/∂α = −Σ_i (x_i² + y_i² + λ z_i²) (a_⊥²) at configurations (M, N, 3)."""
+        x2 = configs[..., 0] ** 2 + configs[..., 1] ** 2 + self.params.lam * configs[..., 2] ** 2
+        return -x2.sum(axis=-1)[:, None]
 
     def energy_scale(self) -> float:
         """Divide walker energies by this to report ``energy_per_particle``."""

@@ -184,6 +184,13 @@ def log_psi(R, p):
     return total
 
 
+@nb.njit(cache=True)
+def _log_psi_each(configs, p, out):
+    """ln ψ_T of every configuration (M, N, 3) into out (M,)."""
+    for m in range(configs.shape[0]):
+        out[m] = log_psi(configs[m], p)
+
+
 @nb.njit(cache=True, inline="always")
 def _views(cache, N):
     return (cache[0:N], cache[N:2 * N], cache[2 * N:3 * N], cache[3 * N:4 * N], cache[4 * N:5 * N],
@@ -502,7 +509,7 @@ class Helium(System):
     length_unit = "Å"
     time_unit = "K⁻¹"
     kernels = KERNELS
-    capabilities = Capabilities(observables=("potential_energy_per_particle", "kinetic_energy_per_particle",
+    capabilities = Capabilities(parameter_derivatives=("b",), observables=("potential_energy_per_particle", "kinetic_energy_per_particle",
                                              "kinetic_energy_gradient_per_particle"), observables_gpu=True,
                                 samplers={"gauss": "qmckit.backends.helium_sampler:HeliumGaussSampler"})
     # Metropolis moves at study 004's acceptance for VMC; Δτ in K⁻¹ for DMC; on the GPU, study 004's own
@@ -548,6 +555,16 @@ class Helium(System):
 
     def density_range(self) -> float:
         return 0.5 * self.box
+
+    def log_psi_parameter_derivatives(self, configs: np.ndarray, names: tuple) -> np.ndarray:
+        """(M, 1) ∂ ln ψ_T/∂b (Å⁻¹) at configurations (M, N, 3): ln ψ_T is b⁵ times a function of the positions, so
+        the derivative is 5 ln ψ_T/b (0 at b = 0)."""
+        b = self.params.b
+        if b == 0.0:
+            return np.zeros((len(configs), 1))
+        out = np.empty(len(configs))
+        _log_psi_each(np.ascontiguousarray(configs, dtype=np.float64), self.kernel_params, out)
+        return (5.0 * out / b)[:, None]
 
     def measure(self, positions: np.ndarray) -> np.ndarray:
         """(W, 4) whole-walker E_L, V, T_lap, T_grad in K (the energy, then ``capabilities.observables``)."""

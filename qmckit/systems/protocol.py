@@ -254,7 +254,8 @@ class Capabilities:
     gpu            "module:Class" of the system's CUDA sampler (None: CPU only)
     observables    names of estimators beyond the energy that :meth:`System.measure` returns (VMC)
     observables_gpu  whether the GPU sampler also measures them
-    parameter_derivatives  ∂ ln ψ/∂p kernels for the variational parameters
+    parameter_derivatives  the variational parameters whose ∂ ln ψ/∂p :meth:`System.log_psi_parameter_derivatives`
+                   computes exactly (the others: finite differences, :mod:`qmckit.methods.parameter_derivatives`)
     green_all      the kernel ``other_drift_change`` (study 002's all-particle Green's function)
     density        one-body density histograms of the positions make sense (continuum systems)
     gpu_nuclear_moves  the GPU sampler also makes the drift sampler's moves near nuclei (``nuclear_moves``)
@@ -267,7 +268,7 @@ class Capabilities:
     gpu: str | None = None
     observables: tuple[str, ...] = ()
     observables_gpu: bool = False
-    parameter_derivatives: bool = False
+    parameter_derivatives: tuple[str, ...] = ()
     green_all: bool = False
     density: bool = True
     gpu_nuclear_moves: bool = False
@@ -387,4 +388,10 @@ class System:
     def measure(self, positions: np.ndarray) -> np.ndarray:
         """(W, 1 + K) whole-walker E_L and the K ``capabilities.observables`` (capability ``observables``)."""
         require(self, "observables", "measure")
+        raise NotImplementedError
+
+    def log_psi_parameter_derivatives(self, configs: np.ndarray, names: tuple) -> np.ndarray:
+        """(M, P) ∂ ln|ψ_T|/∂p at configurations (M, N, d) for ``names``, those of
+        ``capabilities.parameter_derivatives`` (in the units of 1/p)."""
+        require(self, "parameter_derivatives", "log_psi_parameter_derivatives")
         raise NotImplementedError
