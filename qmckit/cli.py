@@ -151,8 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     orb_bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     from .scans import command as scan_command
+    from .methods import optimize_command
 
     scan_command.add_parser(commands, _Parser, _add_system_parameters, _add_method_options, _add_verbose)
+    optimize_command.add_parser(commands, _Parser, _add_system_parameters, _add_verbose)
 
     from .studies.reports import PRECISIONS, STUDIES
 
@@ -519,6 +521,12 @@ def _reproduce(args) -> int:
     return 0
 
 
+def _optimize(args) -> int:
+    from .methods import optimize_command
+
+    return optimize_command.run(args, _fail, _given_parameters)
+
+
 def _scan(args) -> int:
     from .scans import command
 
@@ -555,7 +563,7 @@ def _with_user_system(argv: list) -> list:
     folder is searched first), take its System instance NAME (a :func:`qmckit.UserSystem`), register it, and put its
     name where the SYSTEM argument goes. Other command lines are returned as they are."""
     where = [k for k, a in enumerate(argv) if a == "--system" or a.startswith("--system=")]
-    if not where or len(argv) < 1 or argv[0] not in ("run", "scan"):
+    if not where or len(argv) < 1 or argv[0] not in ("run", "scan", "optimize"):
         return argv
     k = where[0]
     spec = argv[k].split("=", 1)[1] if "=" in argv[k] else (argv[k + 1] if k + 1 < len(argv) else "")
@@ -597,7 +605,7 @@ def main(argv=None) -> int:
         return _fail(str(err))
     parser = build_parser()
     args = parser.parse_args(argv)
-    commands = {"run": _run, "reproduce": _reproduce, "bench": _bench, "scan": _scan}
+    commands = {"run": _run, "reproduce": _reproduce, "bench": _bench, "scan": _scan, "optimize": _optimize}
     with collected_warnings(args.verbose):
         return commands[args.command](args)
 

@@ -98,3 +98,32 @@ def test_the_safeguard_refuses_a_linear_method_step_from_a_noisy_hessian(monkeyp
 def test_bad_settings_are_refused_in_one_line(settings, words):
     with pytest.raises(ValueError, match=words):
         optimize(bosons(), **({"params": "alpha"} | settings))
+
+
+def test_the_cli_prints_one_json_object_with_the_best_params_estimates_and_history(capsys, tmp_path):
+    import json
+
+    from qmckit import cli
+
+    plot = tmp_path / "history.png"
+    assert cli.main(["optimize", "bec", "--n", "10", "--a", "0", "--alpha", "0.3", "--params", "alpha", "--steps", "6",
+                     "--json", "--plot", str(plot)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert abs(out["params"]["alpha"] - 0.5) < 1e-3 and out["estimates"]["energy"]["mean"] == pytest.approx(1.5)
+    assert len(out["history"]) >= 3 and out["history"][0]["params"] == {"alpha": 0.3}
+    assert {"energy", "energy_variance", "gradient_norm", "accepted"} <= set(out["history"][0])
+    assert plot.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["optimize", "bec", "--params", "gamma"], "params must be distinct variational parameters of 'bec'"),
+    (["optimize", "bec", "--alpha", "-1"], "alpha must be"),
+    (["optimize", "bec", "--steps", "0"], "--steps must be an integer ≥ 1, got 0"),
+    (["optimize", "bec", "--method", "linear", "--target", "variance"], "target: the linear method"),
+])
+def test_the_cli_refuses_bad_input_with_one_line_and_exit_2(argv, words, capsys):
+    from qmckit import cli
+
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1, err

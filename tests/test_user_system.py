@@ -226,6 +226,17 @@ def test_the_optimiser_finds_the_exact_alpha_of_a_user_system(oscillators):
     assert abs(result.value - 0.5) < max(3 * result.error, 2e-3), (result.value, result.error)
 
 
+def test_the_many_parameter_optimiser_finds_the_exact_alpha_of_a_user_system(oscillators):
+    """∂ ln ψ/∂α and ∂E_L/∂α by finite differences (a user system declares no derivatives): the linear method still
+    reaches α = ½ with zero variance."""
+    from qmckit.methods.optimizers import optimize
+
+    start = oscillators["fd"].__class__(alpha=0.3)
+    result = optimize(start, "alpha", steps=8, n_walkers=40, n_samples=50, seed=1)
+    assert abs(result.params["alpha"] - 0.5) < 1e-3 and result.estimates["energy_variance"]["mean"] < 1e-6
+    assert result.estimates["energy"].mean == pytest.approx(3.0, abs=1e-4)
+
+
 def test_the_system_panel_runs_a_user_system_from_its_values(oscillators):
     from qmckit.widgets import SystemPanel
 

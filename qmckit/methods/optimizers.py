@@ -216,6 +216,14 @@ def sr_direction(m: dict, index: int, gradient: np.ndarray, epsilon: float) -> n
         return np.full(len(gradient), np.nan)
 
 
+def _estimate(mean: float, error: float, naive: float, groups: int, n: int) -> Estimate:
+    """An Estimate from a jackknife ``error`` and the ``naive`` error of n independent samples: τ = ½(error/naive)²
+    (error² = 2τσ²/n, as everywhere); τ = ½ where either is zero (a constant series, zero variance)."""
+    tau = 0.5 * (error / naive) ** 2 if naive > 0 and error > 0 else 0.5
+    return Estimate(mean=mean, error=error, error_of_error=error / math.sqrt(2 * (groups - 1)), tau=tau,
+                    n_eff=n / (2 * tau), n=int(n))
+
+
 # --- the driver -----------------------------------------------------------------------------------------------------
 def _system_at(system, names, values):
     out = system
@@ -321,8 +329,8 @@ def optimize(system, params=None, *, method: str = "linear", target="energy", st
         m["energy"] = m["H_00"] + reference  # H_00 and H_kl both of E_L − reference: λ shifts, c does not
         gradient = (1 - weight) * m["grad_energy"] + weight * m["grad_variance"]  # (1 + g, P)
         energy_error = float(_jackknife(m["energy"][0], m["energy"][1:]))
-        energy = Estimate(mean=float(m["energy"][0]), error=energy_error, error_of_error=energy_error / math.sqrt(
-            2 * (g - 1)), tau=math.nan, n_eff=math.nan, n=int(S_ * W_))
+        naive = math.sqrt(max(float(m["variance"][0]), 0.0) / (S_ * W_))
+        energy = _estimate(float(m["energy"][0]), energy_error, naive, g, S_ * W_)
         note, accepted, ess = "", True, 1.0
         if method in ("adam", "gd"):
             if method == "gd":
@@ -433,7 +441,9 @@ def _best(system, names, tried, n_walkers, n_samples, seed, settings, client, we
     k = int(np.argmin(np.where(trusted, target, np.inf)))
     if k and target[0] - target[k] <= 2 * float(_jackknife(0.0, replicas[:, k] - replicas[:, 0])):
         k = 0  # an earlier set wins only when it is better by more than 2σ than the one sampled
-    return unique[k], {"energy": scan.estimate(k),
+    e = scan.estimate(k)
+    return unique[k], {"energy": _estimate(e.mean, e.error, e.error / math.sqrt(2 * e.tau) if e.tau > 0 else 0.0,
+                                           scan.energy_replicas.shape[0], scan.n),
                        "energy_variance": {"mean": float(scan.variance[k]), "error": float(scan.variance_error[k])},
                        "ess_fraction": float(scan.ess_fraction[k])}
 
