@@ -18,8 +18,8 @@ Every step samples |ψ_T|² at the current parameters (:func:`~qmckit.methods.op
 * ``linear``: the linear method (Umrigar, Toulouse, Filippi, Sorella & Hennig, PRL 98, 110201 (2007)) in the basis
   {ψ, ΔO_k ψ}: H_00 = ⟨E_L⟩, H_k0 = ⟨ΔO_k E_L⟩, H_0l = ⟨ΔO_l E_L⟩ + ⟨∂_l E_L⟩,
   H_kl = ⟨ΔO_k E_L ΔO_l⟩ + ⟨ΔO_k ∂_l E_L⟩ + a δ_kl, S as above without ε; the step Δp = c/c₀ of the eigenvector of
-  H c = λ S c with the lowest eigenvalue (among those with |c₀| ≥ 0.01 in the S norm), for three shifts a (×0.1, ×1, ×10 the last one) tried by correlated sampling
-  (energy target only);
+  H c = λ S c with the lowest eigenvalue (among those with |c₀| ≥ 0.01 in the S norm), for three shifts a
+  (×0.1, ×1, ×10 the last one) tried by correlated sampling (energy target only);
 * ``adam``, ``gd``: Δp = −η (Adam's moment estimates of) g (the FYS4411 exercise; no safeguard).
 
 **Safeguard.** A ``sr`` or ``linear`` candidate is accepted only if, reweighted to it from the current samples, its
@@ -169,8 +169,8 @@ def _moments(a) -> dict:
     oeo = (a["OEO"] - O[:, :, None] * a["OE"][:, None, :] - a["OE"][:, :, None] * O[:, None, :]
            + O[:, :, None] * O[:, None, :] * E[:, None, None])
     od = a["OD"] - O[:, :, None] * d_mean[:, None, :]
-    return {"energy": E, "H_00": E, "D": d_mean, "variance": var, "S": S, "grad_energy": grad_energy, "grad_variance": grad_variance,
-            "cov_oe": cov_oe, "H_k0": cov_oe, "H_0l": cov_oe + d_mean, "H_kl": oeo + od}
+    return {"energy": E, "H_00": E, "D": d_mean, "variance": var, "S": S, "grad_energy": grad_energy,
+            "grad_variance": grad_variance, "H_k0": cov_oe, "H_0l": cov_oe + d_mean, "H_kl": oeo + od}
 
 
 def linear_method_step(m: dict, index: int, shift: float) -> np.ndarray:
@@ -249,16 +249,69 @@ def _sample(system, n_walkers, n_samples, seed, settings, client):
     return np.concatenate([f.result() for f in futures], axis=1)
 
 
-def _candidates_checked(system, configs, current, candidates, weight, n_groups):
-    """Reweight ``configs`` (samples at ``system``) to each candidate parameter vector: (target differences from the
-    current one, their errors, the ESS fractions, the scan)."""
-    others = [None] + [c for c in candidates]
+def _checked_step(method, m, gradient, setting, epsilon, system, names, values, current, configs, weight, n_groups,
+                  g):
+    """A safeguarded step of the linear method or SR (see the module docstring): (Δp, its jackknife error, the shift
+    or τ now, accepted, a note, the ESS fraction of the accepted candidate)."""
+    P = len(names)
+    if method == "linear":
+        if setting is None:
+            setting = 1e-3 * max(math.sqrt(max(float(m["variance"][0]), 0.0)), 1e-12)
+        factors = (0.1, 1.0, 10.0)
+    else:
+        direction = sr_direction(m, 0, gradient[0], epsilon)
+        metric = float(direction @ m["S"][0] @ direction)
+        if setting is None:  # first step: a change of ψ of 10 % in norm
+            setting = 0.1 / math.sqrt(metric) if metric > 0 else 1.0
+        factors = (0.5, 1.0, 2.0)
+    delta, chosen, note, ess = np.zeros(P), None, "", 1.0
+    for attempt in range(RETRIES + 1):
+        if method == "linear":
+            trial = [linear_method_step(m, 0, setting * f) for f in factors]
+        else:
+            trial = [setting * f * direction for f in factors]
+        usable = [j for j, t in enumerate(trial) if np.all(np.isfinite(t)) and np.any(t != 0)]
+        if not usable:
+            note = "zero step: the gradient vanishes" if np.allclose(gradient[0], 0) else "no usable step"
+            break
+        try:
+            others = [_system_at(system, names, values + trial[j]) for j in usable]
+        except ValueError as err:  # a candidate outside the parameters' bounds
+            others = None
+            note = f"candidate refused ({err})"
+        if others is not None:
+            diff, diff_err, ess_f = _candidates_checked(current, configs, others, weight, n_groups)
+            ok = [(diff[q], q) for q in range(len(usable))
+                  if ess_f[q] >= MIN_ESS_FRACTION and diff[q] <= 2 * diff_err[q]]
+            if ok:
+                q = min(ok)[1]
+                chosen, ess = usable[q], float(ess_f[q])
+                delta = trial[chosen]
+                setting = setting * factors[chosen]
+                note = f"after {attempt} smaller tries" if attempt else ""
+                break
+            note = "every candidate raised the target or had too few effective samples"
+        setting = setting * 10.0 if method == "linear" else setting * 0.1  # smaller steps: larger shift, shorter τ
+    if chosen is None:
+        return np.zeros(P), np.zeros(P), setting, False, (f"refused: {note}" if note else "refused"), ess
+    # the step's error: the same choice (shift or τ) on each jackknife replica
+    if method == "linear":
+        reps = np.array([linear_method_step(m, r, setting) for r in range(1, g + 1)])
+    else:
+        reps = np.array([setting * sr_direction(m, r, gradient[r], epsilon) for r in range(1, g + 1)])
+    return delta, _jackknife(delta, reps), setting, True, note, ess
+
+
+def _candidates_checked(system, configs, candidates, weight, n_groups):
+    """Reweight ``configs`` (samples at ``system``) to each candidate system: (target differences from the current
+    one, their errors, the ESS fractions)."""
+    others = [None] + list(candidates)
     scan = reweighted(system, configs, others, n_groups=n_groups)
     target = (1 - weight) * scan.energy + weight * scan.variance
     replicas = (1 - weight) * scan.energy_replicas + weight * scan.variance_replicas
     diff = target[1:] - target[0]
     diff_error = np.array([float(_jackknife(0.0, replicas[:, k + 1] - replicas[:, 0])) for k in range(len(candidates))])
-    return diff, diff_error, scan.ess_fraction[1:], scan
+    return diff, diff_error, scan.ess_fraction[1:]
 
 
 def optimize(system, params=None, *, method: str = "linear", target="energy", steps: int = 12,
@@ -345,56 +398,8 @@ def optimize(system, params=None, *, method: str = "linear", target="energy", st
             delta = steps_all[0]
             delta_error = _jackknife(delta, steps_all[1:])
         else:
-            sigma = math.sqrt(max(float(m["variance"][0]), 0.0))
-            if method == "linear":
-                setting = setting if setting is not None else 1e-3 * max(sigma, 1e-12)
-                factors = (0.1, 1.0, 10.0)
-            else:
-                direction = sr_direction(m, 0, gradient[0], epsilon)
-                metric = float(direction @ m["S"][0] @ direction)
-                if setting is None:  # first step: a change of ψ of 10 % in norm
-                    setting = 0.1 / math.sqrt(metric) if metric > 0 else 1.0
-                factors = (0.5, 1.0, 2.0)
-            delta, chosen = np.zeros(P), None
-            for attempt in range(RETRIES + 1):
-                if method == "linear":
-                    trial = [linear_method_step(m, 0, setting * f) for f in factors]
-                else:
-                    trial = [setting * f * direction for f in factors]
-                usable = [j for j, t in enumerate(trial) if np.all(np.isfinite(t)) and np.any(t != 0)]
-                if not usable:
-                    note = "zero step: the gradient vanishes" if np.allclose(gradient[0], 0) else "no usable step"
-                    break
-                try:
-                    others = [_system_at(system, names, values + trial[j]) for j in usable]
-                except ValueError as err:  # a candidate outside the parameters' bounds
-                    others = None
-                    note = f"candidate refused ({err})"
-                if others is not None:
-                    diff, diff_err, ess_f, _ = _candidates_checked(current, configs, values, [o for o in others],
-                                                                   weight, n_groups)
-                    ok = [(diff[q], q) for q in range(len(usable))
-                          if ess_f[q] >= MIN_ESS_FRACTION and diff[q] <= 2 * diff_err[q]]
-                    if ok:
-                        q = min(ok)[1]
-                        chosen, ess = usable[q], float(ess_f[q])
-                        delta = trial[chosen]
-                        setting = setting * factors[chosen]
-                        note = f"after {attempt} smaller tries" if attempt else ""
-                        break
-                    note = "every candidate raised the target or had too few effective samples"
-                # smaller steps: a larger shift, a shorter τ
-                setting = setting * 10.0 if method == "linear" else setting * 0.1
-            if chosen is None:
-                accepted = False
-                delta = np.zeros(P)
-                note = f"refused: {note}" if note else "refused"
-            # the step's error: the same choice (shift or τ) on each jackknife replica
-            if method == "linear":
-                reps = np.array([linear_method_step(m, r, setting) for r in range(1, g + 1)])
-            else:
-                reps = np.array([setting * sr_direction(m, r, gradient[r], epsilon) for r in range(1, g + 1)])
-            delta_error = _jackknife(delta, reps) if accepted else np.zeros(P)
+            delta, delta_error, setting, accepted, note, ess = _checked_step(
+                method, m, gradient, setting, epsilon, system, names, values, current, configs, weight, n_groups, g)
         step = Step(step=k, params=dict(zip(names, values.tolist())), energy=energy,
                     variance=float(m["variance"][0]), variance_error=float(_jackknife(m["variance"][0],
                                                                                      m["variance"][1:])),
