@@ -127,3 +127,22 @@ def test_the_cli_refuses_bad_input_with_one_line_and_exit_2(argv, words, capsys)
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1, err
+
+
+def test_a_dask_client_samples_each_step_on_its_workers():
+    """The walkers of every step are split over the client's workers (two here, threads of this process); the exact
+    α of the non-interacting bosons comes out as before."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as client:
+        calls = []
+        submit = client.submit
+
+        def counted(*args, **kwargs):
+            calls.append(kwargs["n_walkers"])
+            return submit(*args, **kwargs)
+
+        client.submit = counted
+        result = optimize(bosons(), "alpha", steps=6, n_walkers=40, n_samples=50, seed=1, client=client)
+    assert abs(result.params["alpha"] - 0.5) < 1e-3
+    assert calls[:2] == [20, 20] and sum(calls) == 40 * (len(result.history) + 1)  # the steps and the closing sample

@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import textwrap
+import threading
 from pathlib import Path
 
 
@@ -50,8 +51,12 @@ def _write_if_changed(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+_LOCK = threading.RLock()  # one thread generates and imports a module while the others wait for it, whole
+
+
 def specialise(driver_module, template_names, driver_globals, system_class, decorators: dict, tag: str):
-    """Import (generating if needed) ``driver × system`` and return its module.
+    """Import (generating if needed) ``driver × system`` and return its module (thread-safe: Dask workers that are
+    threads of one process ask for the same module at once, and must not see it half imported).
 
     driver_module   the module that holds the plain-Python template functions
     template_names  names of those functions; each becomes a jitted function in the new module
@@ -62,6 +67,11 @@ def specialise(driver_module, template_names, driver_globals, system_class, deco
     decorators      template name → decorator source, e.g. ``"@nb.njit(parallel=True, cache=True)"``
     tag             a short identifier used in the file name
     """
+    with _LOCK:
+        return _specialise(driver_module, template_names, driver_globals, system_class, decorators, tag)
+
+
+def _specialise(driver_module, template_names, driver_globals, system_class, decorators: dict, tag: str):
     if getattr(system_class, "user_defined", False):
         return _in_memory(driver_module, template_names, driver_globals, system_class, decorators, tag)
     kernel_module = sys.modules[system_class.__module__]

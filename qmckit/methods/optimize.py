@@ -87,14 +87,19 @@ def evaluate(system, configs):
     return log_psi.reshape(lead), e_loc.reshape(lead)
 
 
+class StopRequested(Exception):
+    """Sampling saw its ``stop`` event set (a panel's Stop): the caller ends where it is."""
+
+
 def sample_configurations(system, n_walkers: int = 100, n_samples: int = 100, thin: int = 4, seed=0,
-                          dt: float = 0.1, equilibration: int = 100) -> np.ndarray:
+                          dt: float = 0.1, equilibration: int = 100, stop=None) -> np.ndarray:
     """VMC configurations of ``|ψ_T|²``: array ``(n_samples, n_walkers, N, d)``.
 
     Walkers start from ``system.initial_positions`` (seeded like :class:`~qmckit.runs.VMCRun`:
     ``SeedSequence(seed).spawn(2)`` for the start and the walker streams), are equilibrated for
     ``equilibration`` drift-sampler sweeps of time step ``dt``, and then one configuration is kept
-    every ``thin`` sweeps. ``seed`` is an int or a ``numpy.random.SeedSequence``.
+    every ``thin`` sweeps. ``seed`` is an int or a ``numpy.random.SeedSequence``. ``stop`` (an object with
+    ``is_set()``) is looked at before every sample: set, it raises :class:`StopRequested`.
     """
     for label, value, low in (("n_walkers", n_walkers, 1), ("n_samples", n_samples, 1), ("thin", thin, 1),
                               ("equilibration", equilibration, 0)):
@@ -108,6 +113,8 @@ def sample_configurations(system, n_walkers: int = 100, n_samples: int = 100, th
     driver.equilibrate(int(equilibration))
     out = np.empty((int(n_samples),) + walkers.positions.shape)
     for s in range(int(n_samples)):
+        if stop is not None and stop.is_set():
+            raise StopRequested
         driver.sweep(int(thin), measure=False)
         out[s] = walkers.positions
     return out

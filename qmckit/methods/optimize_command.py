@@ -11,6 +11,7 @@ samples on a local Dask cluster of K workers, ``--scheduler ADDRESS`` on a runni
 from __future__ import annotations
 
 import json
+import sys
 
 from .optimizers import METHODS
 
@@ -93,6 +94,9 @@ def run(args, fail, given_parameters) -> int:
                           seed=args.seed, client=executor, progress=show)
     except ValueError as err:
         return fail(str(err).splitlines()[0])
+    except KeyboardInterrupt:
+        print("qmckit: interrupted", file=sys.stderr)
+        return 130
     finally:
         close()
     plot = args.plot or f"optimize_{args.system}.png"
@@ -105,9 +109,10 @@ def run(args, fail, given_parameters) -> int:
     from ..stats import format_value_error
 
     values = ", ".join(f"{k} = {x:.6g}" for k, x in result.params.items())
+    ended = {"steps": "all", "converged": "converged after"}[result.stopped]
     print(f"best: {values}: energy {format_value_error(e.mean, e.error)} {unit}, variance "
-          f"{format_value_error(v['mean'], v['error'])} (correlated sampling; {result.stopped} after "
-          f"{len(result.history)} steps, {result.wall_s:.1f} s)")
+          f"{format_value_error(v['mean'], v['error'])} (correlated sampling; {ended} {len(result.history)} steps, "
+          f"{result.wall_s:.1f} s)")
     if plot != "none":
         print(f"history plot: {plot}")
     return 0
@@ -126,13 +131,12 @@ def format_step(step, unit: str) -> str:
 
 def write_plot(result, path: str, unit: str) -> None:
     """Energy (with errors) and every parameter against the step, one panel each."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) stays as it is
+    from matplotlib.ticker import MaxNLocator
 
     steps = [s.step for s in result.history]
-    fig, axes = plt.subplots(1 + len(result.names), 1, sharex=True, figsize=(6, 2 + 1.6 * len(result.names)))
+    fig = Figure(figsize=(6, 2 + 1.6 * len(result.names)), layout="constrained")
+    axes = fig.subplots(1 + len(result.names), 1, sharex=True, squeeze=False)[:, 0]
     axes[0].errorbar(steps, [s.energy.mean for s in result.history], [s.energy.error for s in result.history],
                      fmt="o-")
     best = result.estimates["energy"]
@@ -144,7 +148,6 @@ def write_plot(result, path: str, unit: str) -> None:
         ax.axhline(result.params[name], color="C1")
         ax.set_ylabel(name)
     axes[-1].set_xlabel("step")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(f"{result.system}: {result.method}, target {result.target}")
-    fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)

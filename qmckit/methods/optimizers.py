@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..stats import Estimate
-from .optimize import _groups, _jackknife, reweighted, sample_configurations, with_parameter
+from .optimize import StopRequested, _groups, _jackknife, reweighted, sample_configurations, with_parameter
 from .parameter_derivatives import parameter_derivatives, resolve_names
 
 METHODS = ("linear", "sr", "adam", "gd")
@@ -109,9 +109,10 @@ class Step:
 
 @dataclass
 class OptimizeResult:
-    """What :func:`optimize` found: the best ``params`` with their correlated-sampling ``estimates`` ("energy" and
-    "energy_variance", each an Estimate; the variance's as mean and error), one :class:`Step` per step in
-    ``history``, and how it ended (``stopped``: "steps", "converged" or "stopped")."""
+    """What :func:`optimize` found: the best ``params`` with their correlated-sampling ``estimates`` ("energy", an
+    Estimate, and "energy_variance", mean and error), one :class:`Step` per step in ``history``, and how it ended
+    (``stopped``: "steps", "converged" or "stopped"). A stopped run skips the closing comparison: its ``params`` and
+    ``estimates`` are those of the last step measured (none when it stopped during the first)."""
 
     system: str
     names: tuple
@@ -124,9 +125,10 @@ class OptimizeResult:
     wall_s: float = 0.0
 
     def as_dict(self) -> dict:
+        estimates = {} if not self.estimates else {"energy": self.estimates["energy"].to_dict(),
+                                                   "energy_variance": self.estimates["energy_variance"]}
         return {"system": self.system, "method": self.method, "target": self.target, "params": self.params,
-                "estimates": {"energy": self.estimates["energy"].to_dict(),
-                              "energy_variance": self.estimates["energy_variance"]},
+                "estimates": estimates,
                 "history": [s.as_dict() for s in self.history], "stopped": self.stopped, "wall_s": self.wall_s}
 
 
@@ -237,10 +239,12 @@ def _values(system, names) -> np.ndarray:
     return np.array([float(params[n]) for n in names])
 
 
-def _sample(system, n_walkers, n_samples, seed, settings, client):
-    """Samples (S, W, N, d) of |ψ_T|², the walkers split over ``client``'s workers when one is given."""
+def _sample(system, n_walkers, n_samples, seed, settings, client, stop=None):
+    """Samples (S, W, N, d) of |ψ_T|², the walkers split over ``client``'s workers when one is given; in this process
+    ``stop`` is looked at before every sample (:class:`~qmckit.methods.optimize.StopRequested`)."""
     if client is None:
-        return sample_configurations(system, n_walkers=n_walkers, n_samples=n_samples, seed=seed, **settings)
+        return sample_configurations(system, n_walkers=n_walkers, n_samples=n_samples, seed=seed, stop=stop,
+                                     **settings)
     workers = max(1, len(getattr(client, "scheduler_info", lambda: {"workers": [0]})().get("workers", [0])))
     parts = np.array_split(np.arange(n_walkers), min(workers, n_walkers))
     seeds = seed.spawn(len(parts))
@@ -367,7 +371,11 @@ def optimize(system, params=None, *, method: str = "linear", target="energy", st
             break
         t0 = time.perf_counter()
         current = _system_at(system, names, values)
-        configs = _sample(current, int(n_walkers), samples, step_seeds[k], settings, client)
+        try:
+            configs = _sample(current, int(n_walkers), samples, step_seeds[k], settings, client, stop)
+        except StopRequested:  # Stop pressed while this step sampled: it ends here, with the steps before it
+            stopped = "stopped"
+            break
         S_, W_ = configs.shape[:2]
         flat = configs.reshape((-1,) + configs.shape[2:])
         d = parameter_derivatives(current, flat, names, local_energy=(method == "linear" or weight > 0))
@@ -420,8 +428,15 @@ def optimize(system, params=None, *, method: str = "linear", target="energy", st
         if noisy_at_max >= 2 or (m["variance"][0] == 0.0 and not np.any(delta)):
             stopped = "converged"
             break
-    best, estimates = _best(system, names, tried, int(n_walkers), int(final_samples or 2 * samples),
-                            step_seeds[-1], settings, client, weight, n_groups)
+    if stopped == "stopped":  # no closing comparison (it would sample again): the last parameters measured
+        last = history[-1] if history else None
+        best = _values(system, names) if last is None else np.array([last.params[n] for n in names])
+        estimates = {} if last is None else {
+            "energy": last.energy, "energy_variance": {"mean": last.variance, "error": last.variance_error},
+            "ess_fraction": 1.0}
+    else:
+        best, estimates = _best(system, names, tried, int(n_walkers), int(final_samples or 2 * samples),
+                                step_seeds[-1], settings, client, weight, n_groups)
     return OptimizeResult(system=system.name, names=names, method=method, target=target,
                           params=dict(zip(names, best.tolist())), estimates=estimates, history=history,
                           stopped=stopped, wall_s=time.perf_counter() - start)

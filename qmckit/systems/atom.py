@@ -415,6 +415,54 @@ KERNELS = Kernels(recompute=recompute, gradient=gradient, test_move=test_move, a
                   potential=potential)
 
 
+@nb.njit(cache=True)
+def log_psi_parameter_derivatives(configs, p, cache_size, beta_en_follows, out):
+    """(∂ ln ψ/∂α, ∂ ln ψ/∂β) of every configuration (M, N, 3) into out (M, 2).
+
+    Each orbital is a function of αr, times 1/α for a 2p orbital (x e^{−αr/2} = (αx) e^{−αr/2}/α), so
+    ln D(α; R) = ln D(1; αR) − n_2p ln α and ∂_α ln D = Σ_i r_i·∇_i ln D/α − n_2p/α (n_2p: the 2p orbitals of both
+    determinants). Σ_i r_i·∇_i ln D is that sum for ln ψ (the kernels' gradients) less the Jastrow factor's,
+    Σ_pairs a r/(1 + βr)², and the e–n factor's, Σ_i r u'(r) = −Σ_i c r/(1 + β_en r)². The e–n factor
+    u = −c r/(1 + β_en r) with c = Z − α (and β_en = 2α when ``beta_en_follows``) adds its own ∂_α u;
+    ∂_β J = −Σ a r²/(1 + βr)²."""
+    M, N, _ = configs.shape
+    n = N // 2
+    alpha, beta = p[P_ALPHA], p[P_BETA]
+    jastrow = p[P_JASTROW] != 0.0
+    en = EN_CUSP_CODE and p[P_EN] != 0.0
+    c_en, beta_en = p[P_Z] - alpha, p[P_BETA_EN]
+    n_2p = 2 * max(0, n - 2)
+    cache = np.zeros(cache_size)
+    g = np.empty(3)
+    for m in range(M):
+        R = configs[m]
+        recompute(R, p, cache)
+        euler = 0.0
+        for i in range(N):
+            gradient(R, p, cache, i, g)
+            euler += R[i, 0] * g[0] + R[i, 1] * g[1] + R[i, 2] * g[2]
+        d_beta = 0.0
+        if jastrow:
+            for i in range(N):
+                for l in range(i + 1, N):
+                    r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
+                    a = pair_a(i, l, n)
+                    b = 1.0 / (1.0 + beta * r)
+                    euler -= a * r * b * b
+                    d_beta -= a * r * r * b * b
+        d_alpha_en = 0.0
+        if en:
+            for i in range(N):
+                r = math.sqrt(R[i, 0] ** 2 + R[i, 1] ** 2 + R[i, 2] ** 2)
+                b = 1.0 / (1.0 + beta_en * r)
+                euler += c_en * r * b * b
+                d_alpha_en += r * b  # ∂u/∂c · ∂c/∂α
+                if beta_en_follows:
+                    d_alpha_en += 2.0 * c_en * r * r * b * b  # ∂u/∂β_en · ∂β_en/∂α
+        out[m, 0] = (euler - n_2p) / alpha + d_alpha_en
+        out[m, 1] = d_beta
+
+
 class Atom(SlaterJastrowSystem):
     """An atom (He, Be, Ne) for the generic VMC and DMC drivers; reports the total ``energy`` in E_h."""
 
@@ -427,7 +475,7 @@ class Atom(SlaterJastrowSystem):
     kernels = KERNELS
     # GPU sweeper: one thread per walker, the kernels above compiled as CUDA device functions
     capabilities = Capabilities(fixed_node=True, gpu="qmckit.backends.cuda_atom:CudaAtomSweeper", green_all=True,
-                                gpu_nuclear_moves=True)
+                                gpu_nuclear_moves=True, parameter_derivatives=("alpha", "beta"))
     # no Jastrow, no e–e repulsion, α = Z: a product of hydrogenic determinants, E = −Σ Z²/(2n²)
     exact_cases = tuple((dict(element=e, alpha=float(ELEMENTS[e][0]), jastrow=False, ee=False), energy)
                         for e, energy in (("He", -4.0), ("Be", -20.0), ("Ne", -200.0)))
@@ -458,6 +506,13 @@ class Atom(SlaterJastrowSystem):
 
     def cache_size(self) -> int:
         return cache_size_for(self.n_particles)
+
+    def log_psi_parameter_derivatives(self, configs: np.ndarray, names: tuple) -> np.ndarray:
+        """(M, P) ∂ ln ψ_T/∂α and ∂ ln ψ_T/∂β (bohr) at configurations (M, N, 3), for ``names``."""
+        out = np.empty((len(configs), 2))
+        log_psi_parameter_derivatives(np.ascontiguousarray(configs, dtype=np.float64), self.kernel_params,
+                                      self.cache_size(), self.params.beta_en is None, out)
+        return out[:, [("alpha", "beta").index(name) for name in names]]
 
     def nuclei(self) -> np.ndarray:
         """The nucleus: charge Z at the origin, (1, 4)."""

@@ -404,6 +404,39 @@ KERNELS = Kernels(recompute=recompute, gradient=gradient, test_move=test_move, a
                   potential=potential)
 
 
+@nb.njit(cache=True)
+def log_psi_parameter_derivatives(configs, p, cache_size, out):
+    """(∂ ln ψ/∂α, ∂ ln ψ/∂β) of every configuration (M, N, d) into out (M, 2).
+
+    The orbitals are functions of √(αω) r alone, so ln D(α; R) = ln D(1; √α R) and ∂_α ln D = Σ_i r_i·∇_i ln D/(2α).
+    Σ_i r_i·∇_i ln D is that sum for ln ψ (the kernels' gradients) less the Jastrow factor's, Σ_pairs r J'(r)
+    = Σ a r/(1 + βr)² (Euler's relation for functions of the pair distances); ∂_β J = −Σ a r²/(1 + βr)²."""
+    M, N, d = configs.shape
+    n = N // 2
+    alpha, beta = p[P_ALPHA], p[P_BETA]
+    cache = np.zeros(cache_size)
+    g = np.empty(d)
+    for m in range(M):
+        R = configs[m]
+        recompute(R, p, cache)
+        euler = 0.0
+        for i in range(N):
+            gradient(R, p, cache, i, g)
+            for k in range(d):
+                euler += R[i, k] * g[k]
+        d_beta = 0.0
+        for i in range(N):
+            for l in range(i + 1, N):
+                a = pair_a(p, i, l, n)
+                if a != 0.0:
+                    r = distance(R, i, l)
+                    b = 1.0 / (1.0 + beta * r)
+                    euler -= a * r * b * b
+                    d_beta -= a * r * r * b * b
+        out[m, 0] = euler / (2.0 * alpha)
+        out[m, 1] = d_beta
+
+
 class QuantumDot(System):
     """N electrons in a 2D or 3D harmonic trap: Hermite-function Slater determinants × Padé–Jastrow."""
 
@@ -420,7 +453,8 @@ class QuantumDot(System):
     time_unit = "ħ/E_h*"
     kernels = KERNELS
     # GPU sampler: one thread per walker, the kernels above compiled as CUDA device functions (the atoms' design)
-    capabilities = Capabilities(fixed_node=True, gpu="qmckit.backends.cuda_qdot:CudaQdotSweeper")
+    capabilities = Capabilities(fixed_node=True, gpu="qmckit.backends.cuda_qdot:CudaQdotSweeper",
+                                parameter_derivatives=("alpha", "beta"))
     # no interaction, α = 1: the oscillator's Slater determinants are exact
     exact_cases = tuple((dict(n=n, dim=d, omega=w, alpha=1.0, interaction=False), noninteracting_energy(n, d, w))
                         for n, d, w in ((2, 2, 1.0), (6, 2, 1.0), (12, 2, 0.5), (2, 3, 1.0), (8, 3, 0.28)))
@@ -457,6 +491,13 @@ class QuantumDot(System):
 
     def cache_size(self) -> int:
         return cache_size_for(self.params.n, self.params.dim)
+
+    def log_psi_parameter_derivatives(self, configs: np.ndarray, names: tuple) -> np.ndarray:
+        """(M, P) ∂ ln ψ_T/∂α (dimensionless) and ∂ ln ψ_T/∂β (a₀*) at configurations (M, N, d), for ``names``."""
+        out = np.empty((len(configs), 2))
+        log_psi_parameter_derivatives(np.ascontiguousarray(configs, dtype=np.float64), self.kernel_params,
+                                      self.cache_size(), out)
+        return out[:, [("alpha", "beta").index(name) for name in names]]
 
     def exact_noninteracting_energy(self) -> float:
         """2 Σ (|n| + d/2) ω in E_h*: the energy without interaction (exact at α = 1)."""

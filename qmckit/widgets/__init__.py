@@ -13,7 +13,8 @@ fixed-node DMC, energy next to E_RHF) and :class:`PrecisionPanel` (error per ele
 matrix product against its inner length, per arithmetic) and :class:`LatticePanel` (study 000's
 projected d-wave RVB state of the t–J model) and :class:`OrbitalsPanel` (study 003: B-spline orbital
 evaluation cost and the updating schemes' bias) and :class:`ScanPanel` (a parameter scan of any system on a local
-Dask cluster, :func:`qmckit.scan`). The last four are imported on first use, so
+Dask cluster, :func:`qmckit.scan`) and :class:`OptimizePanel` (many-parameter optimisation of any continuum system,
+live). The last five are imported on first use, so
 ``import qmckit.widgets`` stays cheap; none needs PySCF to import (without it they say so).
 
 ``fast_mode()`` reads ``QMCKIT_FAST`` (small default sizes for CI and notebook fast mode). What every
@@ -29,10 +30,11 @@ from .plots import plot_energy_trace, plot_reblock, run_figure
 from .system_panel import SystemPanel
 
 _LAZY = {"MoleculePanel": ".molecule_panel", "PrecisionPanel": ".precision_panel", "LatticePanel": ".lattice_panel",
-         "OrbitalsPanel": ".orbitals_panel", "ScanPanel": ".scan_panel"}
+         "OrbitalsPanel": ".orbitals_panel", "ScanPanel": ".scan_panel",
+         "OptimizePanel": ".optimize_panel"}
 
 __all__ = ["SystemPanel", "AtomPanel", "BosonPanel", "LatticePanel", "MoleculePanel", "OrbitalsPanel", "PrecisionPanel",
-           "ScanPanel", "fast_mode",
+           "ScanPanel", "OptimizePanel", "fast_mode",
            "plot_energy_trace", "plot_reblock", "run_figure"]
 
 

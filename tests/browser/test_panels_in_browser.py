@@ -1,11 +1,11 @@
 """The notebooks' panels in a real browser: JupyterLab 4 in headless Chromium, driven by Playwright.
 
 For each panel type (the tour's BosonPanel, bec's DMCPanel, atoms' AtomPanel and MoleculePanel,
-lattice_rvb's LatticePanel, tio2_orbitals' OrbitalsPanel, scans' ScanPanel) a notebook is built in the
-server's folder from the real one: its title, its set-up cell (less the lines a spec leaves out, such as the
-scans notebook's Dask cluster), the markdown cell before the panel and the cell that constructs the panel, cut
-after its ``display(...)`` (the ``run_sync()`` and asserts that follow are what the browser does here by
-hand), then a cell that tags the panel's widgets with CSS classes (``bt-panel`` on the whole panel,
+lattice_rvb's LatticePanel, tio2_orbitals' OrbitalsPanel, scans' ScanPanel, quantum_dots' OptimizePanel) a
+notebook is built in the server's folder from the real one: its title, its set-up cell (less the lines a spec
+leaves out, such as the scans notebook's Dask cluster), the markdown cell before the panel and the cell that
+constructs the panel, cut after its ``display(...)`` (the ``run_sync()`` and asserts that follow are what the
+browser does here by hand), then a cell that tags the panel's widgets with CSS classes (``bt-panel`` on the whole panel,
 ``bt-<attribute>`` on each widget attribute: ``bt-run_button``, ``bt-progress``, ``bt-status``, ``bt-plot``,
 ``bt-walkers``, …, and ``bt-<key>`` on the widgets of a dict attribute, such as ScanPanel's ``boxes``:
 ``bt-alpha``). The notebook is opened in JupyterLab, its cells run, and then, per panel, as a student would:
@@ -107,6 +107,15 @@ PANELS = [
               no_equilibration_test="ScanPanel has no equilibration phase of its own: its progress counts "
                                     "points, each point equilibrates inside its own run (well under a "
                                     "second here), and Stop is seen between points"),
+    # each step samples, differentiates and checks its candidates (about 0.5 s at 100 walkers × 100 samples), and the
+    # plot is redrawn after every step; Stop is seen before every sample of a step
+    PanelSpec("qdots-OptimizePanel", "quantum_dots.ipynb", "OptimizePanel",
+              long_run={"steps": 200, "walkers": 100, "samples": 100, "seed": 5},
+              bad=("alpha", "-1", ("alpha",)), progress_phase="steps",
+              setup_drop=(r"REFERENCES = json\.loads\(.*",),  # ../data is not beside the test's notebook
+              no_equilibration_test="OptimizePanel has no equilibration phase of its own: its progress counts "
+                                    "steps, each step's sampling equilibrates for well under a second, and Stop "
+                                    "is seen before every sample"),
 ]
 
 TAG_CODE = """
