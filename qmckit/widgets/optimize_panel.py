@@ -93,15 +93,11 @@ class OptimizePanel(RunControls):
     # --- running -------------------------------------------------------------------------------
     def run(self):
         """Start the optimisation in a background thread (Run)."""
-        if self._refuse_if_running():
-            return None
-        return self._launch(self._work, name="qmckit-optimize")
+        return self._start(False, "qmckit-optimize")
 
     def run_sync(self):
         """Optimise in the calling thread; returns the OptimizeResult (None if it failed)."""
-        if self._refuse_if_running():
-            return None
-        return self._launch(self._work, blocking=True)
+        return self._start(True, "qmckit-optimize")
 
     def _work(self):
         self._starting()

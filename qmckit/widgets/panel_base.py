@@ -166,6 +166,13 @@ class RunControls:
         if root is not None:
             (root.add_class if busy else root.remove_class)("qmckit-busy")
 
+    def _start(self, blocking: bool, name: str):
+        """``self._work()`` busy (see :meth:`_launch`), unless a run is already going: the Run button's and
+        ``run_sync``'s common start for a panel whose work takes no arguments."""
+        if self._refuse_if_running():
+            return None
+        return self._launch(self._work, blocking=blocking, name=name)
+
     def _launch(self, work, args=(), blocking: bool = False, name: str | None = None, stoppable: bool = True):
         """Run ``work(*args)`` busy: in the calling thread (``blocking``: its return value) or in a background
         thread (returned). ``work`` reports its own failures; the busy state ends however it ends.

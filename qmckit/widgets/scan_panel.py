@@ -107,15 +107,11 @@ class ScanPanel(RunControls):
     # --- running -------------------------------------------------------------------------------
     def run(self):
         """Start the scan in a background thread (Run)."""
-        if self._refuse_if_running():
-            return None
-        return self._launch(self._work, name="qmckit-scan")
+        return self._start(False, "qmckit-scan")
 
     def run_sync(self):
         """Run the scan in the calling thread; returns the ScanResult (None if it failed)."""
-        if self._refuse_if_running():
-            return None
-        return self._launch(self._work, blocking=True)
+        return self._start(True, "qmckit-scan")
 
     def _work(self):
         self._starting()
