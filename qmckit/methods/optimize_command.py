@@ -109,7 +109,7 @@ def run(args, fail, given_parameters) -> int:
     from ..stats import format_value_error
 
     values = ", ".join(f"{k} = {x:.6g}" for k, x in result.params.items())
-    ended = {"steps": "all", "converged": "converged after"}[result.stopped]
+    ended = {"steps": "all", "converged": "converged (steps below their noise) after"}[result.stopped]
     print(f"best: {values}: energy {format_value_error(e.mean, e.error)} {unit}, variance "
           f"{format_value_error(v['mean'], v['error'])} (correlated sampling; {ended} {len(result.history)} steps, "
           f"{result.wall_s:.1f} s)")

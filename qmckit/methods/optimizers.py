@@ -110,8 +110,9 @@ class Step:
 @dataclass
 class OptimizeResult:
     """What :func:`optimize` found: the best ``params`` with their correlated-sampling ``estimates`` ("energy", an
-    Estimate, and "energy_variance", mean and error), one :class:`Step` per step in ``history``, and how it ended
-    (``stopped``: "steps", "converged" or "stopped"). A stopped run skips the closing comparison: its ``params`` and
+    Estimate, and "energy_variance", mean and error), one :class:`Step` per step in ``history``, and how it ended:
+    ``stopped`` is "steps" (all taken), "converged" (steps smaller than twice their errors at the largest sample,
+    twice running, or zero variance) or "stopped". A stopped run skips the closing comparison: its ``params`` and
     ``estimates`` are those of the last step measured (none when it stopped during the first)."""
 
     system: str
