@@ -10,7 +10,8 @@ def test_the_panel_optimises_the_freed_parameter_and_draws_every_step():
     panel.steps.value, panel.walkers.value, panel.samples.value = 6, 40, 50
     result = panel.run_sync()
     assert abs(result.params["alpha"] - 0.5) < 1e-3
-    assert panel.status.value.startswith(("converged", "done")) and "α = 0.5" in panel.status.value
+    assert panel.status.value.startswith(("converged", "done")) and "best (correlated sampling) α = 0.5" in \
+        panel.status.value
     assert panel.progress.description == "done" and len(panel.plot.outputs) == 1
 
 
@@ -29,7 +30,8 @@ def test_a_fixed_parameter_keeps_its_value_and_stop_ends_after_the_current_step(
     panel._on_step = lambda steps: stop_after_first
     result = panel.run_sync()
     assert len(seen) == 1 and result.stopped == "stopped" and set(result.params) == {"beta"}
-    assert panel.status.value.startswith("stopped after 1 steps") and panel.progress.description == "stopped"
+    assert panel.status.value.startswith("stopped after 1 steps: last measured β = 0.1")
+    assert panel.progress.description == "stopped"
     assert np.isclose(seen[0].params["beta"], 0.1)
 
 

@@ -94,6 +94,9 @@ def test_the_safeguard_refuses_a_linear_method_step_from_a_noisy_hessian(monkeyp
     (dict(target="variance"), "^target: the linear method here minimises the energy"),
     (dict(steps=0), "^steps must be an integer ≥ 1, got 0"),
     (dict(learning_rate=-1.0, method="gd"), "^learning_rate must be a finite number ≥ 0"),
+    (dict(shift=0.0), "^shift must be a finite number > 0, got 0.0"),
+    (dict(n_groups=1), "^n_groups must be an integer ≥ 2, got 1"),
+    (dict(max_samples=10, n_samples=100), "^max_samples must be an integer ≥ 100, got 10"),
 ])
 def test_bad_settings_are_refused_in_one_line(settings, words):
     with pytest.raises(ValueError, match=words):
@@ -146,3 +149,12 @@ def test_a_dask_client_samples_each_step_on_its_workers():
         result = optimize(bosons(), "alpha", steps=6, n_walkers=40, n_samples=50, seed=1, client=client)
     assert abs(result.params["alpha"] - 0.5) < 1e-3
     assert calls[:2] == [20, 20] and sum(calls) == 40 * (len(result.history) + 1)  # the steps and the closing sample
+
+
+def test_a_gradient_step_across_a_bound_is_halved_until_it_stays_inside():
+    """From α = 0.8 the energy gradient is +0.91 ħω per particle; plain gradient descent with a learning rate far too
+    large (10) would step to α ≈ −8.3. The step is halved until α stays > 0, and the step says so."""
+    result = optimize(bosons(alpha=0.8), "alpha", method="gd", learning_rate=10.0, steps=2, seed=1)
+    assert all(step.params["alpha"] > 0 for step in result.history) and result.params["alpha"] > 0
+    assert any(step.note == "halved to stay within the bounds" for step in result.history), \
+        [step.note for step in result.history]

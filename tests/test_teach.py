@@ -307,6 +307,8 @@ def test_the_solutions_pass_project_2():
     ("p2.d", dict(r12=DOTS["r12"], virial=lambda t, trap, coulomb: 2 * t - trap - coulomb),
      "weighs each term by its degree"),
     ("p2.d", dict(r12=DOTS["r12"], virial=lambda t, trap, coulomb: t - trap - coulomb), "holds for the trap alone"),
+    ("p2.d", dict(r12=DOTS["r12"], virial=lambda t, trap, coulomb: t - 2 * trap + coulomb),
+     "the kinetic energy enters twice"),
     ("p2.e", dict(density=lambda rho, w: 2 * w / np.pi * np.exp(-w * rho ** 2)), "normalised to both electrons"),
     ("p2.e", dict(density=lambda rho, w: w / np.pi * np.exp(-w * rho ** 2 / 2)), "that of ψ: the density is |ψ|²"),
     ("p2.e", dict(density=lambda rho, w: w * np.exp(-w * rho ** 2)), "the 1/π is missing"),
@@ -315,3 +317,13 @@ def test_the_solutions_pass_project_2():
 def test_typical_mistakes_in_project_2_get_their_own_message(name, answer, words):
     feedback = check_task(name, **answer)
     assert not feedback.passed and words in feedback.cause, feedback.text
+
+
+def test_taut_closed_forms_satisfy_the_energy_and_the_virial_theorem():
+    """⟨T⟩ + ⟨V_trap⟩ + ⟨V_ee⟩ = 3 and 2⟨T⟩ = 2⟨V_trap⟩ − ⟨V_ee⟩ for Taut's exact state: the closed forms p2.d and
+    the notebook quote are consistent (⟨V_trap⟩ is fixed independently of ⟨T⟩ by ⟨r₁₂²⟩)."""
+    from qmckit.teach.p2_quantum_dots import TAUT
+
+    assert TAUT["kinetic"] + TAUT["trap"] + TAUT["coulomb"] == pytest.approx(3.0)
+    assert 2 * TAUT["kinetic"] == pytest.approx(2 * TAUT["trap"] - TAUT["coulomb"], abs=1e-12)
+    assert TAUT["r12"] == pytest.approx(1.6368013, abs=1e-7) and TAUT["trap"] == pytest.approx(1.2953998, abs=1e-7)

@@ -291,7 +291,9 @@ def test_energy_terms_and_observables_are_averaged_by_vmc_without_changing_the_w
     ({"energy": log_psi}, False, "^observables must map short identifiers other than energy"),
     ({"r 2": log_psi}, False, "^observables must map short identifiers"),
     ({"r2": 3.0}, False, "^observables must map short identifiers"),
-    ({"kinetic_energy": log_psi}, True, "^observables: kinetic_energy repeat a name of the energy terms"),
+    ({"kinetic_energy": log_psi}, True, "^observables: kinetic_energy use a name kept for the energy terms"),
+    ({"kinetic_energy": log_psi}, False, "^observables: kinetic_energy use a name kept for the energy terms"),
+    ({"potential_trap": log_psi}, False, "^observables: potential_trap use a name kept for the energy terms"),
     ({"first": lambda R, p: R[0]}, False, r"^observable 'first': must return a number, got shape \(3,\)"),
     ({}, "yes", "^energy_terms must be True or False")])
 def test_bad_observables_are_refused_in_one_line(observables, energy_terms, words):

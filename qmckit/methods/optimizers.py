@@ -269,35 +269,39 @@ def _checked_step(method, m, gradient, setting, epsilon, system, names, values, 
         if setting is None:  # first step: a change of ψ of 10 % in norm
             setting = 0.1 / math.sqrt(metric) if metric > 0 else 1.0
         factors = (0.5, 1.0, 2.0)
-    delta, chosen, note, ess = np.zeros(P), None, "", 1.0
+    delta, chosen, note, ess, incoming = np.zeros(P), None, "", 1.0, setting
     for attempt in range(RETRIES + 1):
+        if attempt:  # smaller steps: a larger shift, a shorter τ
+            setting = setting * 10.0 if method == "linear" else setting * 0.1
         if method == "linear":
             trial = [linear_method_step(m, 0, setting * f) for f in factors]
         else:
             trial = [setting * f * direction for f in factors]
-        usable = [j for j, t in enumerate(trial) if np.all(np.isfinite(t)) and np.any(t != 0)]
+        usable, others = [], []
+        for j, t in enumerate(trial):
+            if np.all(np.isfinite(t)) and np.any(t != 0):
+                try:
+                    others.append(_system_at(system, names, values + t))
+                    usable.append(j)
+                except ValueError:  # outside a parameter's bounds: this candidate only
+                    note = "every candidate leaves the parameters' bounds"
         if not usable:
+            if note:
+                continue  # out of bounds: a smaller step may fit
             note = "zero step: the gradient vanishes" if np.allclose(gradient[0], 0) else "no usable step"
             break
-        try:
-            others = [_system_at(system, names, values + trial[j]) for j in usable]
-        except ValueError as err:  # a candidate outside the parameters' bounds
-            others = None
-            note = f"candidate refused ({err})"
-        if others is not None:
-            diff, diff_err, ess_f = _candidates_checked(current, configs, others, weight, n_groups)
-            ok = [(diff[q], q) for q in range(len(usable))
-                  if ess_f[q] >= MIN_ESS_FRACTION and diff[q] <= 2 * diff_err[q]]
-            if ok:
-                q = min(ok)[1]
-                chosen, ess = usable[q], float(ess_f[q])
-                delta = trial[chosen]
-                setting = setting * factors[chosen]
-                note = f"after {attempt} smaller tries" if attempt else ""
-                break
-            note = "every candidate raised the target or had too few effective samples"
-        setting = setting * 10.0 if method == "linear" else setting * 0.1  # smaller steps: larger shift, shorter τ
-    if chosen is None:
+        diff, diff_err, ess_f = _candidates_checked(current, configs, others, weight, n_groups)
+        ok = [(diff[q], q) for q in range(len(usable)) if ess_f[q] >= MIN_ESS_FRACTION and diff[q] <= 2 * diff_err[q]]
+        if ok:
+            q = min(ok)[1]
+            chosen, ess = usable[q], float(ess_f[q])
+            delta = trial[chosen]
+            setting = setting * factors[chosen]
+            note = f"after {attempt} smaller tries" if attempt else ""
+            break
+        note = "every candidate raised the target or had too few effective samples"
+    if chosen is None:  # the next step starts one notch smaller than this one did, not at the last try's setting
+        setting = incoming * 10.0 if method == "linear" else incoming * 0.1
         return np.zeros(P), np.zeros(P), setting, False, (f"refused: {note}" if note else "refused"), ess
     # the step's error: the same choice (shift or τ) on each jackknife replica
     if method == "linear":
@@ -351,8 +355,13 @@ def optimize(system, params=None, *, method: str = "linear", target="energy", st
     for label, value in (("learning_rate", learning_rate), ("epsilon", epsilon)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
             raise ValueError(f"{label} must be a finite number ≥ 0, got {value!r}")
-    if shift is not None and not (math.isfinite(shift) and shift >= 0):
-        raise ValueError(f"shift must be a finite number ≥ 0, got {shift!r}")
+    if shift is not None and not (isinstance(shift, (int, float)) and math.isfinite(shift) and shift > 0):
+        raise ValueError(f"shift must be a finite number > 0, got {shift!r}")
+    for label, value, low in (("max_samples", max_samples, n_samples), ("final_samples", final_samples, 1),
+                              ("n_groups", n_groups, 2)):
+        if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))
+                                  or value < low):
+            raise ValueError(f"{label} must be an integer ≥ {low}, got {value!r}")
     if client is not None and getattr(system, "user_defined", False):
         raise ValueError("client: a UserSystem is optimised in this process (its class exists only here)")
     max_samples = int(max_samples or 8 * n_samples)
@@ -406,6 +415,15 @@ def optimize(system, params=None, *, method: str = "linear", target="energy", st
                 adam_m, adam_v = m1[0], m2[0]
             delta = steps_all[0]
             delta_error = _jackknife(delta, steps_all[1:])
+            for _ in range(30):  # a step across a parameter's bound is halved until it stays inside
+                try:
+                    _system_at(system, names, values + delta)
+                    break
+                except ValueError:
+                    delta, delta_error, note = 0.5 * delta, 0.5 * delta_error, "halved to stay within the bounds"
+            else:
+                delta, delta_error, accepted = np.zeros(P), np.zeros(P), False
+                note = "refused: every candidate leaves the parameters' bounds"
         else:
             delta, delta_error, setting, accepted, note, ess = _checked_step(
                 method, m, gradient, setting, epsilon, system, names, values, current, configs, weight, n_groups, g)
@@ -422,28 +440,35 @@ def optimize(system, params=None, *, method: str = "linear", target="energy", st
         values = values + delta
         if accepted and np.any(delta != 0):
             tried.append(values.copy())
-        noisy = (not accepted) or np.linalg.norm(delta) < 2 * np.linalg.norm(step.delta_error)
-        if noisy and samples < max_samples:
+        error = float(np.linalg.norm(step.delta_error))
+        bounded = note.startswith("refused: every candidate leaves")  # at a bound: more samples would not help
+        noisy = not bounded and ((not accepted) or not math.isfinite(error) or np.linalg.norm(delta) < 2 * error)
+        at_max = samples >= max_samples  # this step's own sample size
+        noisy_at_max = noisy_at_max + 1 if noisy and at_max else 0
+        if noisy and not at_max:
             samples = min(2 * samples, max_samples)
-        noisy_at_max = noisy_at_max + 1 if noisy and samples >= max_samples else 0
-        if noisy_at_max >= 2 or (m["variance"][0] == 0.0 and not np.any(delta)):
+        zero_variance = float(m["variance"][0]) <= 1e-20 * (float(m["energy"][0]) ** 2 + 1.0)
+        if noisy_at_max >= 2 or (zero_variance and np.linalg.norm(delta) <= 1e-10 * (1 + np.linalg.norm(values))):
             stopped = "converged"
             break
-    if stopped == "stopped":  # no closing comparison (it would sample again): the last parameters measured
+    if stopped != "stopped":
+        try:
+            best, estimates = _best(system, names, tried, int(n_walkers), int(final_samples or 2 * samples),
+                                    step_seeds[-1], settings, client, weight, n_groups, stop)
+        except StopRequested:  # Stop during the closing comparison
+            stopped = "stopped"
+    if stopped == "stopped":  # no closing comparison: the last parameters measured
         last = history[-1] if history else None
         best = _values(system, names) if last is None else np.array([last.params[n] for n in names])
         estimates = {} if last is None else {
             "energy": last.energy, "energy_variance": {"mean": last.variance, "error": last.variance_error},
             "ess_fraction": 1.0}
-    else:
-        best, estimates = _best(system, names, tried, int(n_walkers), int(final_samples or 2 * samples),
-                                step_seeds[-1], settings, client, weight, n_groups)
     return OptimizeResult(system=system.name, names=names, method=method, target=target,
                           params=dict(zip(names, best.tolist())), estimates=estimates, history=history,
                           stopped=stopped, wall_s=time.perf_counter() - start)
 
 
-def _best(system, names, tried, n_walkers, n_samples, seed, settings, client, weight, n_groups):
+def _best(system, names, tried, n_walkers, n_samples, seed, settings, client, weight, n_groups, stop=None):
     """The best of the last FINAL_CANDIDATES distinct parameter vectors ``tried``, compared by correlated sampling
     on fresh samples at the last one: (its values, {"energy": Estimate, "energy_variance": {mean, error}})."""
     unique = []
@@ -453,7 +478,7 @@ def _best(system, names, tried, n_walkers, n_samples, seed, settings, client, we
         if len(unique) == FINAL_CANDIDATES:
             break
     last = _system_at(system, names, unique[0])
-    configs = _sample(last, n_walkers, n_samples, seed, settings, client)
+    configs = _sample(last, n_walkers, n_samples, seed, settings, client, stop)
     others = [None] + [_system_at(system, names, v) for v in unique[1:]]
     scan = reweighted(last, configs, others, n_groups=n_groups)
     target = (1 - weight) * scan.energy + weight * scan.variance

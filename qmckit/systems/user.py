@@ -58,6 +58,7 @@ class UserSystemBase(System):
     recipe: dict = {}                    # the arguments of UserSystem that made it (to make it again elsewhere)
     fd_functions: dict = {}              # gradient and local energy by finite differences (for qmckit.check)
     columns: tuple = ()                  # compiled column(positions, p, out, k) of every measured function
+    energy_terms: bool = False           # whether columns 1, 2, … are V (made T by measure) and the potential terms
 
     @property
     def n_particles(self) -> int:
@@ -84,7 +85,7 @@ class UserSystemBase(System):
         out = np.empty((positions.shape[0], len(self.columns)))
         for k, column in enumerate(self.columns):
             column(positions, p, out, k)
-        if "kinetic_energy" in self.capabilities.observables:  # column 1 holds V: T = E_L − V
+        if self.energy_terms:  # column 1 holds V: T = E_L − V
             out[:, 1] = out[:, 0] - out[:, 1]
         return out
 
@@ -132,9 +133,10 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
     term_keys = (("potential_energy",) if not isinstance(potential, dict) else
                  tuple(f"potential_{key}" for key in terms))
     names = (("kinetic_energy",) + term_keys if energy_terms else ()) + tuple(observables)
-    if len(set(names)) < len(names):
-        raise ValueError(f"observables: {', '.join(sorted(observables))} repeat a name of the energy terms "
-                         f"({', '.join(('kinetic_energy',) + term_keys)})")
+    if len(set(names)) < len(names) or set(observables) & {"kinetic_energy", "potential_energy"} or any(
+            key.startswith("potential_") for key in observables):
+        raise ValueError(f"observables: {', '.join(sorted(observables))} use a name kept for the energy terms "
+                         "(kinetic_energy, potential_energy, potential_<term>)")
     bounds = dict(bounds or {})
     unknown = set(bounds) - set(params)
     if unknown:
@@ -163,7 +165,7 @@ def UserSystem(n: int, dim: int, params: dict, log_psi, potential, local_energy=
         "description": "defined in Python with qmckit.UserSystem", "Params": Params, "dim": dim, "n": int(n),
         "width": float(width), "energy_unit": energy_unit, "length_unit": length_unit,
         "capabilities": Capabilities(observables=names), "kernels": compiled["kernels"],
-        "columns": tuple(_column(f) for f in measured),
+        "columns": tuple(_column(f) for f in measured), "energy_terms": bool(energy_terms),
         "given": tuple(k for k, f in (("drift", drift), ("local_energy", local_energy)) if f is not None),
         "potential_terms": tuple(terms), "user_functions": compiled["user"], "fd_functions": compiled["fd"],
         "hbar2_over_m": property(lambda self, value=float(hbar2_over_m): value), "recipe": recipe,

@@ -75,8 +75,8 @@ class OptimizePanel(RunControls):
                                    "noise dominates)", 1, 1_000_000)
         self.seed = int_control("seed", seed, "the optimisation's seed", 0, 2**31 - 2)
         self._build_run_controls(ready="ready: choose the parameters to free and press Run",
-                                 run_tooltip="optimise the freed parameters", stop_tooltip="stop after this step; "
-                                 "keep the best so far", progress_tooltip="steps done")
+                                 run_tooltip="optimise the freed parameters", stop_tooltip="stop now (within a "
+                                 "sample); the result is the last step measured", progress_tooltip="steps done")
         self.run_button.on_click(lambda _button: self.run())
         self.result = None
         self._history: list = []
@@ -129,13 +129,13 @@ class OptimizePanel(RunControls):
             return result
         self._draw(result)
         e = result.estimates["energy"]
-        best = ", ".join(f"{self.controls[n].description} = {v:.5g}" for n, v in result.params.items())
+        values = ", ".join(f"{self.controls[n].description} = {v:.5g}" for n, v in result.params.items())
         unit = unit_text(self.system_class.energy_unit)
         words = {"steps": "done", "converged": "converged", "stopped": "stopped"}[result.stopped]
         self._set_progress(words if words != "converged" else "done", len(result.history), steps,
                            style="warning" if result.stopped == "stopped" else "success")
-        how = "the last step measured" if result.stopped == "stopped" else "correlated sampling"
-        self._say(f"{words} after {len(result.history)} steps: best {best}, E = {e} {unit} ({how})")
+        which = "last measured" if result.stopped == "stopped" else "best (correlated sampling)"
+        self._say(f"{words} after {len(result.history)} steps: {which} {values}, E = {e} {unit}")
         return result
 
     def _on_step(self, steps: int):
