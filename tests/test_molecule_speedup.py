@@ -137,6 +137,8 @@ def test_fig7_data_and_synthetic_sizes():
     from qmckit.backends import cuda_molecule_step as S
     from qmckit.studies import speedup_001 as m
 
+    from qmckit.systems import molecule
+
     ref = m.reference_data()
     rows = ref["fig7"]
     assert [r["name"] for r in rows][0] == "Acetic acid" and len(rows) == 7
@@ -152,7 +154,7 @@ def test_fig7_data_and_synthetic_sizes():
         s = mol.step_system()
         assert (s.N, s.n_basis, mol.n_electrons) == (ne, nbf, ne), name
         assert int(s.chunk_ao[-1]) == nbf and np.all(np.diff(s.chunk_ao) <= S.DEFAULT_CHUNK_FUNCTIONS)
-        assert mol.p.shape == (10 + 4 * len(mol.symbols) + nbf * ne // 2 + mol.basis.packed.size,)
+        assert mol.p.shape == (molecule.HEADER + 4 * len(mol.symbols) + nbf * ne // 2 + mol.basis.packed.size,)
         d = np.linalg.norm(mol.coordinates[:, None] - mol.coordinates[None], axis=-1)
         assert d[np.triu_indices(len(d), 1)].min() > 1.8  # no two nuclei on top of each other
     with pytest.raises(ValueError):

@@ -133,6 +133,8 @@ def unpack_params(p, chunk_functions: int = DEFAULT_CHUNK_FUNCTIONS) -> StepSyst
         raise ValueError(f"closed shells only: N = {N}, n = {n}")
     if n > MAX_ORBITALS:
         raise ValueError(f"at most {MAX_ORBITALS} orbitals per spin, got {n}")
+    if p[_mol.P_POLY] != 0.0:
+        raise ValueError("the step has the Padé Jastrow terms only: set the polynomial coefficients (c_ee2, …) to 0")
     o = _mol.HEADER
     atoms = p[o:o + 4 * na].reshape(na, 4).copy()
     o += 4 * na

@@ -238,6 +238,7 @@ def synthetic_molecule(n_electrons: int, n_basis: int, seed: int = 0, name: str 
             e_nuc += charges[A] * charges[B] / float(np.linalg.norm(coords[A] - coords[B]))
     header = [float(n_electrons), float(n), float(len(symbols)), float(n_basis), float(jastrow), float(beta_ee),
               float(jastrow), float(beta_en), 0.0, e_nuc]
+    header += [0.0] * (_mol.HEADER - len(header))  # the polynomial Jastrow terms: off
     p = np.concatenate([header, np.column_stack([coords, charges]).ravel(), C.ravel(), basis.packed])
     return SyntheticMolecule(name or formula, formula, tuple(symbols), coords, charges, basis, C, p)
 

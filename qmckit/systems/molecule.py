@@ -17,7 +17,13 @@ The Jastrow exponent U has two optional Padé parts (``jastrow=False`` drops bot
     e–e (``jastrow_ee``):  Σ_{i<j} a_ij r_ij / (1 + β_ee r_ij),  a_ij = ½ antiparallel, ¼ parallel
     e–n (``jastrow_en``):  Σ_i Σ_A −Z_A r_iA / (1 + β_en r_iA)
 
-Both have the Kato cusp slopes at contact. Gaussian orbitals have zero slope at a nucleus, so the
+and a polynomial part (coefficients ``c_ee2``, ``c_ee3``, ``c_en2``, ``c_en3``, all 0 by default) in the scaled
+distance r̄ = r/(1 + r) (bohr), which starts at r̄² so that it leaves the cusps alone:
+
+    Σ_{i<j} (c_ee2 r̄_ij² + c_ee3 r̄_ij³) + Σ_i Σ_A (c_en2 r̄_iA² + c_en3 r̄_iA³)
+
+It is linear in its coefficients, so ∂ ln ψ/∂c is exact (the optimisers' input, :mod:`qmckit.methods.optimizers`).
+The Padé parts have the Kato cusp slopes at contact. Gaussian orbitals have zero slope at a nucleus, so the
 bare determinant misses the electron–nucleus cusp and E_L diverges like −Z/r there; the e–n term
 gives ψ_T the slope −Z_A back and cancels that divergence for r ≲ 1/β_en. The RHF orbitals are not
 reoptimised, so both terms must stay short-ranged: the e–n factor multiplies the density near a
@@ -39,6 +45,7 @@ sign of ψ_T is rejected), as for :class:`~qmckit.systems.atom.Atom`.
 Kernel parameter vector ``p`` (float64; the generic drivers pass it to every kernel):
 
     [N, n, n_atoms, n_basis, jastrow_ee, β_ee, jastrow_en, β_en, reject_node_crossing, E_nn,
+     polynomial on, c_ee2, c_ee3, c_en2, c_en3,
      atoms (n_atoms × [x, y, z, Z]), C (n_basis × n, row-major), packed basis (see gaussian_basis),
      with ``cusp``: the correction block of :mod:`qmckit.systems.gaussian_cusp`]
 
@@ -74,6 +81,7 @@ solution is cached in memory per (geometry, basis, charge), so building the same
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -104,8 +112,10 @@ ELEMENTS = ("H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe
 DEFAULT_BETA_EE = 4.0
 DEFAULT_BETA_EN = 300.0
 
-(P_N, P_NUP, P_NATOM, P_NBF, P_JEE, P_BEE, P_JEN, P_BEN, P_REJECT, P_ENUC) = range(10)
-HEADER = 10
+(P_N, P_NUP, P_NATOM, P_NBF, P_JEE, P_BEE, P_JEN, P_BEN, P_REJECT, P_ENUC, P_POLY, P_CEE2, P_CEE3, P_CEN2,
+ P_CEN3) = range(15)
+HEADER = 15
+POLY_NAMES = ("c_ee2", "c_ee3", "c_en2", "c_en3")  # the polynomial Jastrow's coefficients, in header order
 ROWS_VALID = 2.718281828459045  # FLAG value: the rows DV, DPHI, OL hold the orbitals at the positions RC
 
 
@@ -212,6 +222,14 @@ class MoleculeParams:
                                variational=True, symbol="β_ee")
     beta_en: float = parameter(DEFAULT_BETA_EN, unit="bohr⁻¹", help="β of the e–n Padé–Jastrow term", low=0.0,
                                low_open=True, variational=True, symbol="β_en")
+    c_ee2: float = parameter(0.0, help="coefficient of r̄² (r̄ = r/(1 + r)) in the e–e polynomial Jastrow term",
+                             variational=True, typical=(-1.0, 1.0), symbol="c₂ᵉᵉ")
+    c_ee3: float = parameter(0.0, help="coefficient of r̄³ in the e–e polynomial Jastrow term", variational=True,
+                             typical=(-1.0, 1.0), symbol="c₃ᵉᵉ")
+    c_en2: float = parameter(0.0, help="coefficient of r̄² in the e–n polynomial Jastrow term (every nucleus)",
+                             variational=True, typical=(-1.0, 1.0), symbol="c₂ᵉⁿ")
+    c_en3: float = parameter(0.0, help="coefficient of r̄³ in the e–n polynomial Jastrow term (every nucleus)",
+                             variational=True, typical=(-1.0, 1.0), symbol="c₃ᵉⁿ")
     cusp: bool = parameter(False, help="cusp-corrected orbitals near each nucleus instead of the e–n Padé term "
                            "(on the command line it implies --no-en-jastrow); smaller E_L variance and DMC "
                            "time-step error", symbol="cusp-corrected orbitals")
@@ -435,6 +453,56 @@ def _en_gradient(atoms, x, y, z, beta, out):
             out[2] += c * dz
 
 
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _poly(r, c2, c3):
+    """u = c2 r̄² + c3 r̄³ with r̄ = r/(1 + r): (u, u'(r)/r, ∇²u = u'' + 2u'/r); finite at r = 0."""
+    s = 1.0 / (1.0 + r)
+    t = r * s
+    d1 = 2.0 * c2 * t + 3.0 * c3 * t * t          # du/dr̄; dr̄/dr = s², d²r̄/dr² = −2s³
+    d2 = 2.0 * c2 + 6.0 * c3 * t
+    up_over_r = (2.0 * c2 + 3.0 * c3 * t) * s * s * s
+    return c2 * t * t + c3 * t * t * t, up_over_r, d2 * s ** 4 - 2.0 * d1 * s ** 3 + 2.0 * up_over_r
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _poly_one(R, p, atoms, i, x, y, z, out):
+    """The polynomial Jastrow terms of electron i placed at (x, y, z), the others at R: returns their sum and adds
+    their gradient with respect to electron i to ``out`` (3,)."""
+    c2, c3 = p[P_CEN2], p[P_CEN3]
+    u = 0.0
+    for A in range(atoms.shape[0]):
+        dx, dy, dz = x - atoms[A, 0], y - atoms[A, 1], z - atoms[A, 2]
+        v, g, _ = _poly(math.sqrt(dx * dx + dy * dy + dz * dz), c2, c3)
+        u += v
+        out[0] += g * dx
+        out[1] += g * dy
+        out[2] += g * dz
+    c2, c3 = p[P_CEE2], p[P_CEE3]
+    for l in range(R.shape[0]):
+        if l != i:
+            dx, dy, dz = x - R[l, 0], y - R[l, 1], z - R[l, 2]
+            v, g, _ = _poly(math.sqrt(dx * dx + dy * dy + dz * dz), c2, c3)
+            u += v
+            out[0] += g * dx
+            out[1] += g * dy
+            out[2] += g * dz
+    return u
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _poly_log(R, p, atoms):
+    """The polynomial Jastrow terms of the configuration R: Σ_i Σ_A u_en(r_iA) + Σ_{i<l} u_ee(r_il)."""
+    total = 0.0
+    for i in range(R.shape[0]):
+        for A in range(atoms.shape[0]):
+            r = math.sqrt((R[i, 0] - atoms[A, 0]) ** 2 + (R[i, 1] - atoms[A, 1]) ** 2 + (R[i, 2] - atoms[A, 2]) ** 2)
+            total += _poly(r, p[P_CEN2], p[P_CEN3])[0]
+        for l in range(i + 1, R.shape[0]):
+            r = math.sqrt((R[i, 0] - R[l, 0]) ** 2 + (R[i, 1] - R[l, 1]) ** 2 + (R[i, 2] - R[l, 2]) ** 2)
+            total += _poly(r, p[P_CEE2], p[P_CEE3])[0]
+    return total
+
+
 @nb.njit(cache=True, error_model="numpy")
 def log_psi(R, p):
     """ln|ψ_T(R)| (−inf on a node), from scratch."""
@@ -460,6 +528,8 @@ def log_psi(R, p):
     if p[P_JEN] != 0.0:
         for i in range(N):
             total += _en_value(atoms, R[i, 0], R[i, 1], R[i, 2], p[P_BEN])
+    if p[P_POLY] != 0.0:
+        total += _poly_log(R, p, atoms)
     return total
 
 
@@ -498,6 +568,9 @@ def recompute(R, p, cache):
             JG[i, 2] = EG[2]
     if p[P_JEE] != 0.0:
         pade_gradients(R, n, p[P_BEE], JG)
+    if p[P_POLY] != 0.0:
+        for i in range(N):
+            _poly_one(R, p, atoms, i, R[i, 0], R[i, 1], R[i, 2], JG[i])
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -534,6 +607,12 @@ def test_move(R, p, cache, i, r_new, grad_new):
     if p[P_JEE] != 0.0:
         delta, gx, gy, gz = pade_move(R, i, x, y, z, n, p[P_BEE], CO, CN, gx, gy, gz)
         log_ratio += delta
+    if p[P_POLY] != 0.0:
+        g = np.zeros(3)
+        log_ratio += _poly_one(R, p, atoms, i, x, y, z, g) - _poly_one(R, p, atoms, i, xo, yo, zo, np.zeros(3))
+        gx += g[0]
+        gy += g[1]
+        gz += g[2]
     grad_new[0] = gx
     grad_new[1] = gy
     grad_new[2] = gz
@@ -583,6 +662,22 @@ def accept_move(R, p, cache, i, r_new, grad_new):
         JG[i, 0] = jx
         JG[i, 1] = jy
         JG[i, 2] = jz
+    if p[P_POLY] != 0.0:
+        if not (jee or jen):
+            JG[i, 0] = 0.0
+            JG[i, 1] = 0.0
+            JG[i, 2] = 0.0
+        _poly_one(R, p, atoms, i, x, y, z, JG[i])
+        c2, c3 = p[P_CEE2], p[P_CEE3]
+        for l in range(N):  # the other electrons' gradients lose the old pair term and gain the new one
+            if l != i:
+                ox, oy, oz = R[l, 0] - R[i, 0], R[l, 1] - R[i, 1], R[l, 2] - R[i, 2]
+                _, g_old, _ = _poly(math.sqrt(ox * ox + oy * oy + oz * oz), c2, c3)
+                nx, ny, nz = R[l, 0] - x, R[l, 1] - y, R[l, 2] - z
+                _, g_new, _ = _poly(math.sqrt(nx * nx + ny * ny + nz * nz), c2, c3)
+                JG[l, 0] += g_new * nx - g_old * ox
+                JG[l, 1] += g_new * ny - g_old * oy
+                JG[l, 2] += g_new * nz - g_old * oz
     R[i, 0] = x
     R[i, 1] = y
     R[i, 2] = z
@@ -596,6 +691,7 @@ def local_energy(R, p, cache):
     T, DPHI, OL, JG, U, DU, CO, CN, EG, META, MAT, LAP, BV, BG, BL, DV, RC, FLAG = cache_views(cache, N, n, C.shape[0])
     jee = p[P_JEE] != 0.0
     jen = p[P_JEN] != 0.0
+    poly = p[P_POLY] != 0.0
     beta_en = p[P_BEN]
     energy = p[P_ENUC]
     for i in range(N):
@@ -607,6 +703,8 @@ def local_energy(R, p, cache):
             if jen:
                 b = 1.0 / (1.0 + beta_en * r)
                 energy += atoms[A, 3] * b * b * b / r  # −½ ∇² of −Z r/(1 + βr)
+            if poly:
+                energy -= 0.5 * _poly(r, p[P_CEN2], p[P_CEN3])[2]
     beta = p[P_BEE]
     for i in range(N):
         for l in range(i + 1, N):
@@ -615,6 +713,8 @@ def local_energy(R, p, cache):
             if jee:
                 b = 1.0 / (1.0 + beta * r)
                 energy -= 2.0 * pair_a(i, l, n) * b * b * b / r
+            if poly:
+                energy -= _poly(r, p[P_CEE2], p[P_CEE3])[2]  # −½ (∇_i² + ∇_l²) of the pair term
     return energy
 
 
@@ -703,9 +803,12 @@ class Molecule(SlaterJastrowSystem):
     Params = MoleculeParams
     kernels = KERNELS
     cache_layout = 2  # 2: the Slater–Jastrow core's views first (slater_jastrow.views), then OL, EG, … (was T, DPHI, OL, …)
-    capabilities = Capabilities(fixed_node=True, green_all=True)
+    capabilities = Capabilities(fixed_node=True, green_all=True, parameter_derivatives=POLY_NAMES)
     examples = (dict(xyz="h2", basis="sto-3g"), dict(xyz="h2o", basis="sto-3g", cusp=True, jastrow_en=False),
-                dict(xyz="Li 0 0 0; H 0 0 1.6", basis="6-31g", jastrow=False))
+                dict(xyz="Li 0 0 0; H 0 0 1.6", basis="6-31g", jastrow=False),
+                dict(xyz="h2", basis="sto-3g", c_ee2=0.3, c_ee3=-0.2, c_en2=0.1, c_en3=-0.05),
+                dict(xyz="Li 0 0 0; H 0 0 1.6", basis="6-31g", jastrow_ee=False, jastrow_en=False, c_ee2=0.2,
+                     c_en3=0.1))
     cli_implies = {"cusp": {"jastrow_en": False}}  # the corrected orbitals carry the cusp; the e–n term would double it
 
     def __init__(self, params: MoleculeParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
@@ -713,6 +816,8 @@ class Molecule(SlaterJastrowSystem):
         p = self.params
         self.rhf = rhf_solution(p.atoms, p.basis, p.charge)
         self._kernel_params = self._pack()
+        if self._kernel_params[P_POLY] != 0.0:  # study 002's all-particle drift change knows only the Padé terms
+            self.capabilities = dataclasses.replace(type(self).capabilities, green_all=False)
 
     def __repr__(self):
         p = self.params
@@ -721,7 +826,8 @@ class Molecule(SlaterJastrowSystem):
             jastrow = "jastrow=False"
         else:
             parts = ([f"beta_ee={p.beta_ee:g}"] if p.jastrow_ee else ["jastrow_ee=False"]) + \
-                    ([f"beta_en={p.beta_en:g}"] if p.jastrow_en else ["jastrow_en=False"])
+                    ([f"beta_en={p.beta_en:g}"] if p.jastrow_en else ["jastrow_en=False"]) + \
+                    [f"{name}={getattr(p, name):g}" for name in POLY_NAMES if getattr(p, name)]
             jastrow = ", ".join(parts)
         xyz = p.xyz if len(p.xyz) <= 40 else p.xyz[:37] + "…"
         charge = f", charge={p.charge}" if p.charge else ""
@@ -783,6 +889,8 @@ class Molecule(SlaterJastrowSystem):
         header = [float(self.n_particles), float(self.n_up), float(len(rhf.charges)), float(self.n_basis),
                   float(jee), p.beta_ee, float(jen), p.beta_en, float(self.reject_node_crossing),
                   rhf.nuclear_repulsion]
+        coefficients = [float(getattr(p, name)) if p.jastrow else 0.0 for name in POLY_NAMES]
+        header += [float(any(coefficients))] + coefficients
         atoms = np.column_stack([rhf.coordinates, rhf.charges]).ravel()
         cusp = (gaussian_cusp.cusp_block(rhf.basis, rhf.coefficients, rhf.coordinates, rhf.charges) if p.cusp
                 else np.zeros(0))
@@ -794,6 +902,20 @@ class Molecule(SlaterJastrowSystem):
 
     def cache_size(self) -> int:
         return cache_size_for(self.n_particles, self.n_basis)
+
+    def log_psi_parameter_derivatives(self, configs: np.ndarray, names: tuple) -> np.ndarray:
+        """(M, P) ∂ ln ψ_T/∂c of the polynomial coefficients ``names`` at configurations (M, N, 3): the sums of
+        r̄² and r̄³ over the e–e pairs and over the electron–nucleus pairs (zero with the Jastrow factor off)."""
+        configs = np.asarray(configs, dtype=np.float64)
+        if not self.params.jastrow:
+            return np.zeros((len(configs), len(names)))
+        iu = np.triu_indices(configs.shape[1], 1)
+        ee = np.linalg.norm(configs[:, :, None] - configs[:, None], axis=-1)[:, iu[0], iu[1]]
+        en = np.linalg.norm(configs[:, :, None] - self.coordinates[None, None], axis=-1)
+        ee, en = ee / (1 + ee), en / (1 + en)
+        sums = {"c_ee2": (ee ** 2).sum(axis=1), "c_ee3": (ee ** 3).sum(axis=1),
+                "c_en2": (en ** 2).sum(axis=(1, 2)), "c_en3": (en ** 3).sum(axis=(1, 2))}
+        return np.stack([sums[name] for name in names], axis=1)
 
     def density_range(self) -> float:
         """A radius (bohr) around the centroid of the nuclei that holds the electron cloud."""
