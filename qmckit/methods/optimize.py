@@ -213,10 +213,11 @@ def correlated_energies(system, configs, name: str, values, *, n_groups: int = 2
 
 
 def reweighted(system, configs, others, *, n_groups: int = 20, min_groups: int = 8, name: str = "",
-               reference: float = math.nan, values=None) -> CorrelatedScan:
+               reference: float = math.nan, values=None, evaluated=None) -> CorrelatedScan:
     """Energies and variances of the systems ``others`` (the same system at other parameters; None: ``system``
     itself) from ``configs`` ``(S, W, N, d)``, samples of ``|ψ|²`` for ``system``, by reweighting; see
-    :func:`correlated_energies`. ``values`` label the entries (default 0, 1, …)."""
+    :func:`correlated_energies`. ``values`` label the entries (default 0, 1, …); ``evaluated``: ``system``'s
+    (ln ψ, E_L) at ``configs`` (S, W) when the caller has them already (:func:`evaluate` otherwise)."""
     configs = np.asarray(configs, dtype=np.float64)
     if configs.ndim != 4:
         raise ValueError(f"configs must have shape (n_samples, n_walkers, N, d), got {configs.shape}")
@@ -224,7 +225,7 @@ def reweighted(system, configs, others, *, n_groups: int = 20, min_groups: int =
     S, W = configs.shape[:2]
     axis, labels, g = _groups(S, W, n_groups, min_groups)
     scale = float(system.energy_scale())
-    log_psi0, e0 = evaluate(system, configs)
+    log_psi0, e0 = evaluate(system, configs) if evaluated is None else evaluated
     if not np.all(np.isfinite(log_psi0)):
         raise ValueError("configs contain configurations with ψ = 0: they are not samples of this system")
 

@@ -254,10 +254,11 @@ def _sample(system, n_walkers, n_samples, seed, settings, client, stop=None):
     return np.concatenate([f.result() for f in futures], axis=1)
 
 
-def _checked_step(method, m, gradient, setting, epsilon, system, names, values, current, configs, weight, n_groups,
-                  g):
+def _checked_step(method, m, gradient, setting, epsilon, system, names, values, current, configs, evaluated, weight,
+                  n_groups, g):
     """A safeguarded step of the linear method or SR (see the module docstring): (Δp, its jackknife error, the shift
-    or τ now, accepted, a note, the ESS fraction of the accepted candidate)."""
+    or τ now, accepted, a note, the ESS fraction of the accepted candidate). ``evaluated``: (ln ψ, E_L) of
+    ``current`` at ``configs``, each (S, W)."""
     P = len(names)
     if method == "linear":
         if setting is None:
@@ -290,7 +291,7 @@ def _checked_step(method, m, gradient, setting, epsilon, system, names, values, 
                 continue  # out of bounds: a smaller step may fit
             note = "zero step: the gradient vanishes" if np.allclose(gradient[0], 0) else "no usable step"
             break
-        diff, diff_err, ess_f = _candidates_checked(current, configs, others, weight, n_groups)
+        diff, diff_err, ess_f = _candidates_checked(current, configs, evaluated, others, weight, n_groups)
         ok = [(diff[q], q) for q in range(len(usable)) if ess_f[q] >= MIN_ESS_FRACTION and diff[q] <= 2 * diff_err[q]]
         if ok:
             q = min(ok)[1]
@@ -311,11 +312,11 @@ def _checked_step(method, m, gradient, setting, epsilon, system, names, values, 
     return delta, _jackknife(delta, reps), setting, True, note, ess
 
 
-def _candidates_checked(system, configs, candidates, weight, n_groups):
-    """Reweight ``configs`` (samples at ``system``) to each candidate system: (target differences from the current
-    one, their errors, the ESS fractions)."""
+def _candidates_checked(system, configs, evaluated, candidates, weight, n_groups):
+    """Reweight ``configs`` (samples at ``system``, whose (ln ψ, E_L) there are ``evaluated``) to each candidate
+    system: (target differences from the current one, their errors, the ESS fractions)."""
     others = [None] + list(candidates)
-    scan = reweighted(system, configs, others, n_groups=n_groups)
+    scan = reweighted(system, configs, others, n_groups=n_groups, evaluated=evaluated)
     target = (1 - weight) * scan.energy + weight * scan.variance
     replicas = (1 - weight) * scan.energy_replicas + weight * scan.variance_replicas
     diff = target[1:] - target[0]
@@ -425,8 +426,10 @@ def optimize(system, params=None, *, method: str = "linear", target="energy", st
                 delta, delta_error, accepted = np.zeros(P), np.zeros(P), False
                 note = "refused: every candidate leaves the parameters' bounds"
         else:
+            evaluated = (d.log_psi.reshape(S_, W_), d.local_energy.reshape(S_, W_))  # no second evaluation
             delta, delta_error, setting, accepted, note, ess = _checked_step(
-                method, m, gradient, setting, epsilon, system, names, values, current, configs, weight, n_groups, g)
+                method, m, gradient, setting, epsilon, system, names, values, current, configs, evaluated, weight,
+                n_groups, g)
         step = Step(step=k, params=dict(zip(names, values.tolist())), energy=energy,
                     variance=float(m["variance"][0]), variance_error=float(_jackknife(m["variance"][0],
                                                                                      m["variance"][1:])),

@@ -465,28 +465,27 @@ def _poly(r, c2, c3):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _poly_one(R, p, atoms, i, x, y, z, out):
-    """The polynomial Jastrow terms of electron i placed at (x, y, z), the others at R: returns their sum and adds
-    their gradient with respect to electron i to ``out`` (3,)."""
-    c2, c3 = p[P_CEN2], p[P_CEN3]
+def _poly_around(centres, skip, x, y, z, c2, c3, out):
+    """Σ u(|r − c_l|) of a point r = (x, y, z) over the rows c_l of ``centres`` (first three columns) but row ``skip``;
+    adds the gradient with respect to r to ``out`` (3,)."""
     u = 0.0
-    for A in range(atoms.shape[0]):
-        dx, dy, dz = x - atoms[A, 0], y - atoms[A, 1], z - atoms[A, 2]
-        v, g, _ = _poly(math.sqrt(dx * dx + dy * dy + dz * dz), c2, c3)
-        u += v
-        out[0] += g * dx
-        out[1] += g * dy
-        out[2] += g * dz
-    c2, c3 = p[P_CEE2], p[P_CEE3]
-    for l in range(R.shape[0]):
-        if l != i:
-            dx, dy, dz = x - R[l, 0], y - R[l, 1], z - R[l, 2]
+    for l in range(centres.shape[0]):
+        if l != skip:
+            dx, dy, dz = x - centres[l, 0], y - centres[l, 1], z - centres[l, 2]
             v, g, _ = _poly(math.sqrt(dx * dx + dy * dy + dz * dz), c2, c3)
             u += v
             out[0] += g * dx
             out[1] += g * dy
             out[2] += g * dz
     return u
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _poly_one(R, p, atoms, i, x, y, z, out):
+    """The polynomial Jastrow terms of electron i placed at (x, y, z), the others at R: returns their sum and adds
+    their gradient with respect to electron i to ``out`` (3,)."""
+    en = _poly_around(atoms, -1, x, y, z, p[P_CEN2], p[P_CEN3], out)
+    return en + _poly_around(R, i, x, y, z, p[P_CEE2], p[P_CEE3], out)
 
 
 @nb.njit(cache=True, error_model="numpy")
