@@ -144,7 +144,7 @@ def test_rhf_is_cached_and_matches_pyscf():
     mf.verbose = 0
     assert m.rhf_energy == pytest.approx(mf.kernel(), abs=1e-8)
     assert m.n_particles == 10 and m.n_up == 5 and m.mo_coefficients.shape == (25, 5)
-    assert m.energy_key == "energy" and m.energy_scale() == 1.0 and m.capabilities.gpu is None
+    assert m.energy_key == "energy" and m.energy_scale() == 1.0 and m.capabilities.gpu.endswith("CudaMoleculeSweeper")
     assert m.kernel_params[8] == 0.0 and m.for_dmc().kernel_params[8] == 1.0 and m.for_dmc().params == m.params
     assert make_system("molecule", xyz="h2o", jastrow=False).rhf is m.rhf
 

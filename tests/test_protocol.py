@@ -63,8 +63,8 @@ def test_a_field_without_metadata_and_a_bad_system_are_refused():
 
 
 def test_require_names_the_capability_and_the_system():
-    with pytest.raises(Unsupported, match="^DMC on a GPU needs capability 'gpu', which system 'molecule' does not"):
-        require(SYSTEMS["molecule"], "gpu", "DMC on a GPU")
+    with pytest.raises(Unsupported, match="^DMC on a GPU needs capability 'gpu', which system 'helium' does not"):
+        require(SYSTEMS["helium"], "gpu", "DMC on a GPU")
 
 
 def test_a_registered_user_system_appears_in_the_cli_panels_and_runs(toy, capsys):

@@ -368,6 +368,7 @@ class CudaAtomSweeper:
     """
 
     DEVICE_AXES = (1, 2, 0)  # the device positions are the host's (W, N, d) transposed so: (N, d, W)
+    CACHE_VIEWS = (0, 1, 2)  # the device cache arrays T, DPHI, JG are these views of the system's cache_views
 
     def __init__(self, system, walkers, sampler: str = "drift", dt: float = 0.05, step: float = 1.0,
                  drift_cap: bool = True, layout: str = "auto", dtype=np.float64, threads_per_block=None,
@@ -431,15 +432,28 @@ class CudaAtomSweeper:
 
     # --- data movement -------------------------------------------------------------------------
     def _allocate_caches(self, W: int) -> None:
+        """Device caches, accepted counts and energy blocks for at least W walkers. They are kept while they hold W
+        (DMC's population changes by a few walkers each step, and allocating device memory at every branching cost
+        more than the sweep itself), else allocated for 1.25 W; the kernels use the first W columns (their walker
+        count is the positions' last axis)."""
+        if W <= getattr(self, "_capacity", -1):
+            return
+        c = _cuda()
+        self._capacity = max(W + W // 4, 1)
+        self._caches = self._new_caches(self._capacity)
+        self._accepted = c.device_array(self._capacity, dtype=np.int64)
+        self._no_diffusion = c.device_array((3, 1), dtype=np.float64)  # the VMC kernels never touch it
+        self._no_energies = c.device_array(1, dtype=np.float64)
+        self._energies = {}
+
+    def _new_caches(self, capacity: int) -> tuple:
+        """The kernels' cache arguments for ``capacity`` walkers, in order (CACHE_VIEWS: their places in the system's
+        cache_views tuple): T (N, n, W), DPHI (N, n, d, W), JG (N, d, W)."""
         c = _cuda()
         N, d = self.walkers.n_particles, self.dim
         n = N // 2
-        self._T = c.device_array((N, n, W), dtype=np.float64)
-        self._DPHI = c.device_array((N, n, d, W), dtype=np.float64)
-        self._JG = c.device_array((N, d, W), dtype=np.float64)
-        self._accepted = c.device_array(W, dtype=np.int64)
-        self._no_diffusion = c.device_array((3, 1), dtype=np.float64)  # the VMC kernels never touch it
-        self._no_energies = c.device_array(1, dtype=np.float64)
+        return (c.device_array((N, n, capacity), dtype=np.float64),
+                c.device_array((N, n, d, capacity), dtype=np.float64), c.device_array((N, d, capacity), dtype=np.float64))
 
     def from_host(self) -> None:
         """(Re)upload positions and RNG states from the Walkers object; the device caches are
@@ -469,20 +483,17 @@ class CudaAtomSweeper:
         return w
 
     def caches_to_host(self) -> np.ndarray:
-        """The device caches in the CPU's layout, (W, cache_size): T, DPHI and JG as the device holds
-        them (incrementally updated since the last rebuild), the scratch entries zero. Valid after
+        """The device caches in the CPU's layout, (W, cache_size): the arrays the device holds (T, DPHI and JG
+        for atoms; incrementally updated since the last rebuild), the scratch entries zero. Valid after
         :meth:`from_host`, :meth:`recompute` or a sweep; not between :meth:`branch` and the next sweep
         (branching gathers positions only)."""
         W, N = self.walkers.n_walkers, self.walkers.n_particles
         out = np.zeros((W, self.system.cache_size()))
-        T = self._T.copy_to_host()
-        DPHI = self._DPHI.copy_to_host()
-        JG = self._JG.copy_to_host()
+        held = [a.copy_to_host() for a in self._caches]
         for k in range(W):
             views = self._cache_views(out[k], N)
-            views[0][...] = T[:, :, k]
-            views[1][...] = DPHI[:, :, :, k]
-            views[2][...] = JG[:, :, k]
+            for place, array in zip(self.CACHE_VIEWS, held):
+                views[place][...] = array[..., k]
         return out
 
     @staticmethod
@@ -497,8 +508,7 @@ class CudaAtomSweeper:
 
     def _launch_energy(self, measure: int, out) -> None:
         if self.walkers.n_walkers:
-            self._k["energy"][self.blocks, self.threads](self._pos, self._T, self._DPHI, self._JG, self._params,
-                                                         int(measure), out)
+            self._k["energy"][self.blocks, self.threads](self._pos, *self._caches, self._params, int(measure), out)
 
     def local_energies(self) -> np.ndarray:
         """Local energy of every walker now, (W,), computed on the device."""
@@ -527,7 +537,6 @@ class CudaAtomSweeper:
         self._pos = new_pos
         self._states = c.to_device(np.ascontiguousarray(states.T, dtype=np.uint64))
         self._allocate_caches(W_new)
-        self._energies = {}
         w = self.walkers
         self.walkers = type(w)(np.empty((W_new, N, d)), np.zeros((W_new, 0)), np.ones(W_new),
                                np.ascontiguousarray(states, dtype=np.uint64))
@@ -541,20 +550,21 @@ class CudaAtomSweeper:
     # --- sweeps --------------------------------------------------------------------------------
     def launch(self, n_sweeps: int, measure: bool = True):
         """Start ``n_sweeps`` sweeps on the device and return the device energy array
-        ``(max(n_sweeps, 1), W)`` without waiting (for timing; rows are valid only if ``measure``); with
-        ``track_diffusion`` three more rows follow, the kernel's ``diffusion`` (one copy brings both back)."""
+        ``(max(n_sweeps, 1), capacity ≥ W)`` without waiting (for timing; rows are valid only if ``measure``, and
+        only their first W columns); with ``track_diffusion`` three more rows follow, the kernel's ``diffusion`` (one
+        copy brings both back)."""
         c = _cuda()
         W = self.walkers.n_walkers
         rows = max(int(n_sweeps), 1)
         extra = 3 if self.track_diffusion else 0
         if (rows, extra) not in self._energies:
-            block = c.device_array((rows + extra, W), dtype=np.float64)
+            block = c.device_array((rows + extra, self._capacity), dtype=np.float64)
             self._energies[rows, extra] = (block, block[rows:] if extra else self._no_diffusion)
         energies, diffusion = self._energies[rows, extra]
         if W:
             sweep = self._select_kernels(True)["sweep"] if extra else self._k["sweep"]
             sweep[self.blocks, self.threads](
-                self._pos, self._T, self._DPHI, self._JG, self._states, self._params, int(n_sweeps),
+                self._pos, *self._caches, self._states, self._params, int(n_sweeps),
                 _BRUTE if self.sampler == "brute" else _DRIFT, float(self.step), float(self.dt), int(self.drift_cap),
                 int(bool(measure)), energies, self._accepted, diffusion, self._nuclei)
         return energies
@@ -568,9 +578,9 @@ class CudaAtomSweeper:
         """
         W, N = self.walkers.n_walkers, self.walkers.n_particles
         energies = self.launch(n_sweeps, measure)
-        self.last_accepted = self._accepted.copy_to_host() if W else np.zeros(0, dtype=np.int64)
+        self.last_accepted = self._accepted.copy_to_host()[:W] if W else np.zeros(0, dtype=np.int64)
         rows = max(int(n_sweeps), 1)
-        host = energies.copy_to_host() if (measure and n_sweeps > 0) or self.track_diffusion else None
+        host = energies.copy_to_host()[:, :W] if (measure and n_sweeps > 0) or self.track_diffusion else None
         if self.track_diffusion:
             self.last_diffusion = host[rows:rows + 2]
         out = host[:n_sweeps].astype(np.float64) if measure and n_sweeps > 0 else np.empty((0, W))

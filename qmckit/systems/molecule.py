@@ -95,6 +95,7 @@ import numba as nb
 import numpy as np
 
 from . import gaussian_cusp
+from .gaussian_cusp import apply as apply_cusp
 from .gaussian_basis import (GaussianBasis, PySCFMissing, eval_point, from_pyscf, orbital_values, packed_length,
                              require_pyscf)
 from ..resources import data_path
@@ -421,7 +422,7 @@ def _cusp(basis, x, y, z, val, grad, lap, order):
     """The nuclear cusp correction, when the parameter vector carries one after the packed basis."""
     length = packed_length(basis)
     if basis.shape[0] > length:
-        gaussian_cusp.apply(basis[length:], x, y, z, val, grad, lap, order)
+        apply_cusp(basis[length:], x, y, z, val, grad, lap, order)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -606,12 +607,18 @@ def test_move(R, p, cache, i, r_new, grad_new):
     if p[P_JEE] != 0.0:
         delta, gx, gy, gz = pade_move(R, i, x, y, z, n, p[P_BEE], CO, CN, gx, gy, gz)
         log_ratio += delta
-    if p[P_POLY] != 0.0:
-        g = np.zeros(3)
-        log_ratio += _poly_one(R, p, atoms, i, x, y, z, g) - _poly_one(R, p, atoms, i, xo, yo, zo, np.zeros(3))
-        gx += g[0]
-        gy += g[1]
-        gz += g[2]
+    if p[P_POLY] != 0.0:  # grad_new is both calls' zeroed scratch (no allocation: the GPU twin runs this code)
+        grad_new[0] = 0.0
+        grad_new[1] = 0.0
+        grad_new[2] = 0.0
+        old = _poly_one(R, p, atoms, i, xo, yo, zo, grad_new)
+        grad_new[0] = 0.0
+        grad_new[1] = 0.0
+        grad_new[2] = 0.0
+        log_ratio += _poly_one(R, p, atoms, i, x, y, z, grad_new) - old
+        gx += grad_new[0]
+        gy += grad_new[1]
+        gz += grad_new[2]
     grad_new[0] = gx
     grad_new[1] = gy
     grad_new[2] = gz
@@ -802,7 +809,8 @@ class Molecule(SlaterJastrowSystem):
     Params = MoleculeParams
     kernels = KERNELS
     cache_layout = 2  # 2: the Slater–Jastrow core's views first (slater_jastrow.views), then OL, EG, … (was T, DPHI, OL, …)
-    capabilities = Capabilities(fixed_node=True, green_all=True, parameter_derivatives=POLY_NAMES)
+    capabilities = Capabilities(fixed_node=True, green_all=True, parameter_derivatives=POLY_NAMES,
+                                gpu="qmckit.backends.cuda_molecule:CudaMoleculeSweeper", gpu_nuclear_moves=True)
     examples = (dict(xyz="h2", basis="sto-3g"), dict(xyz="h2o", basis="sto-3g", cusp=True, jastrow_en=False),
                 dict(xyz="Li 0 0 0; H 0 0 1.6", basis="6-31g", jastrow=False),
                 dict(xyz="h2", basis="sto-3g", c_ee2=0.3, c_ee3=-0.2, c_en2=0.1, c_en3=-0.05),

@@ -1,0 +1,107 @@
+"""The molecule's GPU sampler (qmckit.backends.cuda_molecule) against its CPU twin, under numba's CUDA simulator.
+
+Same walkers and random streams through the CPU sampler and the GPU sweeper, sweep by sweep: the same accepted
+moves and streams, positions to 1e-12, local energies to 1e-10 relative, and the incrementally updated device
+caches (inverse blocks, orbital rows, Jastrow gradients) equal to a CPU rebuild. Cases: H2O/STO-3G with
+cusp-corrected orbitals and the polynomial Jastrow (drift), LiH/6-31G with the e–n Padé term (uniform moves), and
+H2O fixed-node with the moves near nuclei. Then one DMC run through the Run on both backends gives the same
+populations and energies.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyscf")
+
+MARKER = "CUDA_MOLECULE_RESULTS="
+# (molecule parameters, sampler, fixed node, nuclear moves, walkers, sweeps)
+CASES = [(dict(xyz="h2o", basis="sto-3g", cusp=True, jastrow_en=False, c_ee2=0.2, c_en3=-0.1), "drift", False, False,
+          2, 2),
+         (dict(xyz="Li 0 0 0; H 0 0 1.6", basis="6-31g"), "brute", False, False, 2, 2),
+         (dict(xyz="h2o", basis="sto-3g", cusp=True, jastrow_en=False), "drift", True, True, 2, 1)]
+
+
+def _child() -> dict:
+    import warnings
+
+    warnings.simplefilter("ignore")
+    from qmckit import runs
+    from qmckit.backends.cuda_molecule import CudaMoleculeSweeper
+    from qmckit.methods.vmc import VMC
+    from qmckit.runs import RunConfig, make_run
+    from qmckit.systems.molecule import Molecule, cache_views
+    from qmckit.walkers import Walkers
+
+    out = {"cases": []}
+    for k, (params, sampler, fixed_node, nuclear, W, sweeps) in enumerate(CASES):
+        system = Molecule(**params)
+        if fixed_node:
+            system = system.for_dmc()
+        start = Walkers.from_positions(system.initial_positions(W, np.random.default_rng(k)), 11 + k,
+                                       system.cache_size())
+        cpu = VMC(system, start.copy(), sampler=sampler, dt=0.05, step=0.6, nuclear_moves=nuclear)
+        gpu = CudaMoleculeSweeper(system, start.copy(), sampler=sampler, dt=0.05, step=0.6, threads_per_block=2,
+                                  nuclear_moves=nuclear)
+        row = {"case": k, "accept": [], "dpos": 0.0, "de": 0.0, "dcache": 0.0}
+        N, nbf = system.n_particles, system.n_basis
+        for _ in range(sweeps):
+            e_cpu, _ = cpu.sweep(1)
+            e_gpu, _ = gpu.sweep(1)
+            row["accept"].append([int(x) for x in gpu.last_accepted])
+            caches = gpu.caches_to_host()
+            walkers = gpu.to_host(recompute_caches=False)
+            row["dpos"] = max(row["dpos"], float(np.abs(walkers.positions - cpu.walkers.positions).max()))
+            row["de"] = max(row["de"], float(np.abs(e_gpu - e_cpu).max() / np.abs(e_cpu).max()))
+            row["streams_equal"] = bool(np.array_equal(walkers.rng_states, cpu.walkers.rng_states))
+            cpu.recompute()  # the CPU's measured sweep rebuilt its cache; compare the device's arrays with it
+            for w in range(W):
+                mine, theirs = cache_views(caches[w], N, N // 2, nbf), cache_views(cpu.walkers.caches[w], N, N // 2, nbf)
+                for place in CudaMoleculeSweeper.CACHE_VIEWS[:-1]:  # FLAG is a marker, not a number
+                    row["dcache"] = max(row["dcache"], float(np.abs(mine[place] - theirs[place]).max()))
+        out["cases"].append(row)
+
+    runs.cuda_available = lambda system, sampler="drift": True  # the simulator stands in for the GPU
+    config = dict(system="molecule", method="dmc", params=dict(xyz="h2", basis="sto-3g"), walkers=4, steps=3,
+                  equilibration=2, dmc_equilibration=1, block=3, dt=0.1, seed=3)  # rejects some moves
+    out["dmc"] = {b: make_run(RunConfig(**config, backend=b)).run() for b in ("cpu", "cuda")}
+    return out
+
+
+if __name__ == "__main__" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    print(MARKER + json.dumps(_child()))
+
+
+@pytest.fixture(scope="module")
+def sim():
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _simulator import simulator_results
+
+    return simulator_results(__file__, MARKER, timeout=900)
+
+
+@pytest.mark.parametrize("k", range(len(CASES)))
+def test_gpu_sweeps_are_the_cpu_twins(sim, k):
+    row = sim["cases"][k]
+    assert row["streams_equal"], row
+    assert row["dpos"] < 1e-12 and row["de"] < 1e-10 and row["dcache"] < 1e-9, row
+    assert sum(map(sum, row["accept"])) > 0  # moves were accepted, so the comparison saw updates
+
+
+def test_dmc_through_the_run_on_the_gpu_gives_the_cpu_numbers(sim):
+    cpu, gpu = sim["dmc"]["cpu"], sim["dmc"]["cuda"]
+    assert gpu["backend"] == "cuda" and cpu["backend"] == "cpu"
+    assert gpu["walkers_final"] == cpu["walkers_final"] and gpu["killed"] == cpu["killed"]
+    for name, est in cpu["estimates"].items():
+        assert gpu["estimates"][name]["mean"] == pytest.approx(est["mean"], rel=1e-10), name
+    assert gpu["tau_eff"] == pytest.approx(cpu["tau_eff"], rel=1e-12) and cpu["tau_eff"] < cpu["dt"]
+
+
+def test_registration_and_import_without_a_gpu():
+    from qmckit.backends import cuda_molecule
+    from qmckit.systems.molecule import Molecule
+
+    assert Molecule.capabilities.gpu == "qmckit.backends.cuda_molecule:CudaMoleculeSweeper"
+    assert cuda_molecule.available() is False
