@@ -209,8 +209,8 @@ class MoleculeParams:
     which must then be off.
     """
 
-    xyz: str = parameter("h2o", unit="Å", help="geometry: a built-in name (h2o, ne, h2, acetic-acid, glycine, "
-                         "benzoic-acid), an .xyz file, or inline 'O 0 0 0; H 0 0.76 0.59'", symbol="molecule")
+    xyz: str = parameter("h2o", unit="Å", help="geometry: a built-in name (h2o, ne, h2, benzene, acetic-acid, "
+                         "glycine, benzoic-acid), an .xyz file, or inline 'O 0 0 0; H 0 0.76 0.59'", symbol="molecule")
     basis: str = parameter("cc-pvdz", help="Gaussian basis set known to PySCF, used with Cartesian functions", symbol="basis")
     charge: int = parameter(0, unit="e", help="total charge; must leave an even number of electrons", symbol="charge")
     jastrow: bool = parameter(True, help="the Jastrow factor (without it ψ_T = D↑ D↓, whose VMC energy is the "
