@@ -196,6 +196,8 @@ def _add_lattice_options(p):
     p.add_argument("--seed", type=int, default=None, help="random seed, ≥ 0 (default 0)")
     p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default cpu)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--profile", action="store_true", help="print where the run's time went, by phase (on stderr "
+                   "with --json); the JSON always has it as 'profile'")
     p.add_argument("--checkpoint", metavar="FILE", default=None, help="write an HDF5 checkpoint after every block")
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
@@ -246,6 +248,8 @@ def _add_method_options(p, system_class):
     p.add_argument("--dtype", choices=["float64", "float32"], default=None,
                    help="floating-point type of the GPU kernels (default float64)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--profile", action="store_true", help="print where the run's time went, by phase (on stderr "
+                   "with --json); the JSON always has it as 'profile'")
     p.add_argument("--checkpoint", metavar="FILE", default=None, help="write an HDF5 checkpoint after every block")
     p.add_argument("--resume", metavar="FILE", default=None, help="continue the run checkpointed in FILE")
 
@@ -361,7 +365,16 @@ def _run(args) -> int:
         print(json.dumps(result))
     else:
         print(format_result(result))
+    _print_profile(args, result)
     return 0
+
+
+def _print_profile(args, result: dict) -> None:
+    """With --profile, the result's phase table (stderr in JSON mode, which prints one object on stdout)."""
+    if args.profile:
+        from .perf.run_profile import format_profile
+
+        print(format_profile(result["profile"]), file=sys.stderr if args.json else sys.stdout)
 
 
 def _print_warnings(result: dict) -> None:
@@ -399,6 +412,7 @@ def _run_lattice(args, system_class) -> int:
         progress.close()
     _print_warnings(result)
     print(json.dumps(result) if args.json else format_result(result | {"sampler": "hop/swap"}))
+    _print_profile(args, result)
     return 0
 
 

@@ -23,6 +23,7 @@ from .methods.run import PIECE_S, Run
 from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
 from .samplers.cpu import nuclei_for_moves
 from .observables import DensityHistogram, density_summary
+from .perf.run_profile import timed_sweep
 from .stats import ShortSeriesWarning, estimate
 from .systems import make_system, system_class
 from .systems.protocol import System, Unsupported, require
@@ -253,9 +254,16 @@ class _Run(Run):
         total = self.config.equilibration
         pieces = getattr(self.vmc, "equilibration_pieces", None)
         if pieces is None:  # a sampler that equilibrates in one call only
-            self.vmc.equilibrate(total)
+            with self.timer("sampling"):
+                self.vmc.equilibrate(total)
         else:
-            for done in pieces(total):
+            pieces, clock = pieces(total), time.perf_counter
+            while True:  # each piece's sweeps are sampling; what a Stop waits for between them is not
+                start = clock()
+                done = next(pieces, None)
+                self.timer.add("sampling", clock() - start)
+                if done is None:
+                    break
                 yield "equilibration", done, total
         yield from self._after_equilibration_pieces()
 
@@ -269,7 +277,8 @@ class _Run(Run):
         return resume_run(path)
 
     def _block_pieces(self, n: int):
-        self.vmc.recompute()  # discard the round-off of incremental cache updates
+        with self.timer("sampling"):
+            self.vmc.recompute()  # discard the round-off of incremental cache updates
         records = yield from self._sweep_pieces(n)
         if self.density is not None:
             records["density"] = self.density.take_block()[None, :]
@@ -285,14 +294,14 @@ class _Run(Run):
         the numbers of one call. A sampler that is not (a GPU sweeper rebuilds its caches at every launch)
         sweeps the block in one call."""
         if not getattr(self.vmc, "exact_in_pieces", False):
-            return self.vmc.sweep(n)
+            return timed_sweep(self.timer, self.vmc, n)
         w = self.vmc.walkers
         moves = w.n_walkers * w.n_particles  # proposed moves per sweep
         parts, accepted, done, size = [], 0, 0, 1
         while True:
             k = min(size, n - done)
             start = time.perf_counter()
-            energies, acceptance = self.vmc.sweep(k)
+            energies, acceptance = timed_sweep(self.timer, self.vmc, k)
             elapsed = time.perf_counter() - start
             parts.append(energies)
             # the integer count of accepted moves back from its ratio (exact: far below 2^52 moves), so that
@@ -304,6 +313,13 @@ class _Run(Run):
             size = max(1, min(8 * k, int(k * PIECE_S / max(elapsed, 1e-6))))
             yield "block", done, n
         return (parts[0] if len(parts) == 1 else np.concatenate(parts)), accepted / (n * moves)
+
+    def _add_density(self) -> None:
+        """The walkers' positions into the density histogram (a GPU sampler's walkers are brought to the host)."""
+        with self.timer("transfers"):
+            self.vmc.sync()
+        with self.timer("measurements"):
+            self.density.add(self.walkers.positions)
 
     def _finite(self, series: np.ndarray) -> np.ndarray:
         """``series`` (the energies), or a FloatingPointError that says where ψ_T failed: an energy that is NaN
@@ -317,6 +333,7 @@ class _Run(Run):
     # --- results ------------------------------------------------------------------------------
     def result(self) -> dict:
         """The JSON-ready summary of the run (the CLI/JSON contract, docs/architecture.md)."""
+        start = time.perf_counter()
         cfg = self.config
         estimates, run_warnings = self.estimates_and_warnings()
         out = {
@@ -342,6 +359,8 @@ class _Run(Run):
         out.update(self._extra_result())
         if self.density is not None and self.blocks_done:
             out["density"] = density_summary(self.density, self.series_of("density"))
+        self.timer.set("analysis", time.perf_counter() - start)
+        out["profile"] = self.profile()
         return out
 
     def _extra_result(self) -> dict:
@@ -400,8 +419,8 @@ class VMCRun(_Run):
                 return energies, None, acceptance
             rows, accepted = [], 0.0
             for k in range(n):
-                _, acc_skip = self.vmc.sweep(every - 1, measure=False)
-                part, acc = self.vmc.sweep(1)
+                _, acc_skip = timed_sweep(self.timer, self.vmc, every - 1, measure=False)
+                part, acc = timed_sweep(self.timer, self.vmc, 1)
                 rows.append(part[0])
                 accepted += acc_skip * (every - 1) + acc
                 if k + 1 < n:
@@ -409,8 +428,9 @@ class VMCRun(_Run):
             return np.array(rows), None, accepted / (n * every)
         values, accepted = [], 0.0
         for k in range(n):
-            _, acc = self.vmc.sweep(every, measure=False)
-            values.append(self.vmc.observables())
+            _, acc = timed_sweep(self.timer, self.vmc, every, measure=False)
+            with self.timer("measurements"):
+                values.append(self.vmc.observables())
             accepted += acc
             if k + 1 < n:
                 yield "block", k + 1, n
@@ -425,9 +445,8 @@ class VMCRun(_Run):
             chunks, accepted, done = [], 0.0, 0
             while done < sweeps:
                 n = min(self.config.density_every, sweeps - done)
-                part, acc = self.vmc.sweep(n)
-                self.vmc.sync()  # a GPU sampler's walkers are on the device
-                self.density.add(self.walkers.positions)
+                part, acc = timed_sweep(self.timer, self.vmc, n)
+                self._add_density()
                 chunks.append(part)
                 accepted += acc * n
                 done += n
@@ -479,6 +498,7 @@ class DMCRun(_Run):
                   energy_cap=self.config.energy_cap, seed=self._branch_seq, driver=self.vmc,
                   effective_time_step=self.config.effective_time_step)
         dmc.fixed_population = self.fixed_population
+        dmc.timer = self.timer
         return dmc
 
     def _after_equilibration_pieces(self):
@@ -501,8 +521,7 @@ class DMCRun(_Run):
         for k in range(steps):
             records.append(self.dmc.step())
             if self.density is not None and (k + 1) % self.config.density_every == 0:
-                self.vmc.sync()  # a GPU sampler's walkers are on the device
-                self.density.add(self.walkers.positions)
+                self._add_density()
             if k + 1 < steps:
                 yield "block", k + 1, steps
         return {name: [getattr(r, name) for r in records] for name in self.SERIES}

@@ -61,7 +61,7 @@ RUN = ["run", "bec", "--n", "24", "--lam", "2.8284271247461903", "--a", "0.1", "
 
 
 def comparable(result):
-    return {k: v for k, v in result.items() if k != "wall_s"}
+    return {k: v for k, v in result.items() if k not in ("wall_s", "profile")}  # timings differ run to run
 
 
 def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):

@@ -199,7 +199,7 @@ def test_run_config_runs_lattice_chains_and_refuses_walker_options():
     lattice = LatticeRunConfig(params=params, chains=3, steps=12, equilibration=4, block=4, seed=2, backend="cpu")
     assert config.lattice_config() == lattice
     result = make_run(config).run()
-    assert result == {**LatticeRun(lattice).run(), "wall_s": result["wall_s"]}
+    assert result == {**LatticeRun(lattice).run(), "wall_s": result["wall_s"], "profile": result["profile"]}
     for option, value in (("method", "dmc"), ("dt", 0.1), ("sampler", "brute"), ("density", "x"),
                           ("green", "all"), ("target_walkers", 7)):
         with pytest.raises(Unsupported, match=f"^{option}"):

@@ -78,6 +78,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import rng as _rng
+from ..perf.run_profile import RunTimer, timed_sweep
 from ..samplers import make_sampler
 
 FEEDBACK_TIME = 0.1  # default τ_fb, in the system's time unit (see the module docstring)
@@ -161,6 +162,7 @@ class DMC:
         # None: ⌊q + u⌋ copies, the population free and held by the E_T feedback; an integer W: renormalised
         # branching, ⌊W q/Σq + u⌋ copies (a part of a run split over workers, which carries the weight Σq/W)
         self.fixed_population: int | None = None
+        self.timer = RunTimer()  # sampling and branching seconds (a Run puts its own here: the result's profile)
 
     def branch(self, copies, energies, cap: bool = True) -> tuple[int, int]:
         """Replace each walker by ⌊copies + u⌋ copies of itself (u from the branching stream; the copies get new
@@ -229,7 +231,7 @@ class DMC:
         """One DMC step. ``feedback=False`` keeps E_ref and E_T as they are (a part of a run split over workers,
         whose E_T is set globally once per block: :mod:`qmckit.scans.split`)."""
         e_old = self.energies
-        new, acceptance = self.driver.sweep(1)
+        new, acceptance = timed_sweep(self.timer, self.driver, 1)
         e_new = new[0]
 
         ok = np.isfinite(e_new)  # a non-finite position gives a non-finite energy
@@ -261,8 +263,9 @@ class DMC:
         self.best_sums[1] += weight
 
         # renormalised (a fixed population): ⌊W q/Σq + u⌋ copies, W on average, the weight Σq/W carried by the caller
-        killed, copied = self.branch(q if self.fixed_population is None else q * (self.fixed_population / weight),
-                                     e_new)
+        with self.timer("branching"):
+            killed, copied = self.branch(q if self.fixed_population is None else q * (self.fixed_population / weight),
+                                         e_new)
         population = self.walkers.n_walkers
         if feedback:  # for the next step
             self.reference_energy += min(1.0, self.dt / self.reference_time) * (mixed - self.reference_energy)

@@ -113,13 +113,15 @@ class LatticeRun(Run):
         whole call in one launch."""
         every = self.config.refresh_every
         if self.backend != "cpu" or sweeps <= every:
-            return self.chains.sweep(sweeps, measure=measure)
+            with self.timer("sampling"):
+                return self.chains.sweep(sweeps, measure=measure)
         parts, done, size = [], 0, every
         while True:
             k = min(size, sweeps - done)
             start = time.perf_counter()
             parts.append(self.chains.sweep(k, measure=measure))
             elapsed = time.perf_counter() - start
+            self.timer.add("sampling", elapsed)
             done += k
             if done >= sweeps:
                 break
@@ -164,9 +166,11 @@ class LatticeRun(Run):
 
     def result(self) -> dict:
         """The JSON-ready summary (the CLI/JSON contract, docs/architecture.md)."""
+        start = time.perf_counter()
         cfg, counts = self.config, self.chains.counts.sum(axis=0)
         s = self.system
         estimates, run_warnings = self.estimates_and_warnings()
+        self.timer.set("analysis", time.perf_counter() - start)
         return {
             "system": "lattice", "method": "vmc", "params": dict(cfg.params), "seed": int(cfg.seed),
             "backend": self.backend, "walkers": int(cfg.chains), "steps": int(cfg.steps),
@@ -180,7 +184,7 @@ class LatticeRun(Run):
             "swaps": {"proposed": int(counts[chains_mod.SWAPS_PROPOSED]),
                       "accepted": int(counts[chains_mod.SWAPS_ACCEPTED])},
             "inverse_drift": float(self.chains.drift.max()), "inverse_rebuilds": int(counts[chains_mod.REBUILDS]),
-            "wall_s": self.wall_s, "warnings": run_warnings,
+            "wall_s": self.wall_s, "warnings": run_warnings, "profile": self.profile(),
         }
 
     # --- checkpoints --------------------------------------------------------------------------

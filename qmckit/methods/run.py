@@ -42,6 +42,7 @@ from dataclasses import asdict
 import numpy as np
 
 from .. import checkpoint as ckpt
+from ..perf.run_profile import RunTimer, device_description, profile_dict
 from ..stats.blocking import MIN_BLOCKS, ShortSeriesWarning
 
 MIN_ACCEPTANCE = 1e-3  # below it the walkers hardly move: a run says so in its warnings
@@ -85,6 +86,7 @@ class Run:
         self.equilibrated = False
         self.blocks_done = 0
         self.wall_s = 0.0
+        self.timer = RunTimer()  # seconds per phase (qmckit.perf.run_profile): the result's "profile"
         self._pending = None  # the generator of the equilibration or block a Stop paused part-way
 
     # --- running ------------------------------------------------------------------------------
@@ -200,6 +202,10 @@ class Run:
     def _health(self) -> list[str]:
         return []
 
+    def profile(self) -> dict:
+        """Where the run's time went, by phase (:func:`qmckit.perf.run_profile.profile_dict`): the result's "profile"."""
+        return profile_dict(self.timer, self.wall_s, device_description(getattr(self, "backend", "cpu")))
+
     def series_of(self, name: str) -> np.ndarray:
         parts = self.series[name]
         return np.concatenate(parts) if parts else np.empty(0)
@@ -209,22 +215,25 @@ class Run:
         """Write the run's whole state atomically to ``checkpoint_path`` (nothing when it is None)."""
         if self.checkpoint_path is None:
             return
-        self._sync()
-        with ckpt.atomic_h5(self.checkpoint_path) as f:
-            ckpt.write_attrs(f, {"format": self.CHECKPOINT_FORMAT, "config": asdict(self.config),
-                                 "equilibrated": self.equilibrated, "blocks_done": self.blocks_done,
-                                 **self._checkpoint_attrs(), "wall_s": self.wall_s})
-            self._save_state(f)
-            for name, parts in self.series.items():
-                group = f.create_group(f"series/{name}")
-                for k, part in enumerate(parts):
-                    group.create_dataset(f"{k:06d}", data=part)
+        with self.timer("checkpoint"):
+            self._sync()
+            with ckpt.atomic_h5(self.checkpoint_path) as f:
+                ckpt.write_attrs(f, {"format": self.CHECKPOINT_FORMAT, "config": asdict(self.config),
+                                     "equilibrated": self.equilibrated, "blocks_done": self.blocks_done,
+                                     **self._checkpoint_attrs(), "wall_s": self.wall_s, "profile": self.timer.state()})
+                self._save_state(f)
+                for name, parts in self.series.items():
+                    group = f.create_group(f"series/{name}")
+                    for k, part in enumerate(parts):
+                        group.create_dataset(f"{k:06d}", data=part)
 
     def _restore_progress(self, f, attrs: dict) -> None:
         """The progress and series of a checkpoint opened as ``f`` with attributes ``attrs``."""
         self.equilibrated = attrs["equilibrated"]
         self.blocks_done = attrs["blocks_done"]
         self.wall_s = attrs["wall_s"]
+        if "profile" in attrs:  # the phases of the run so far (a checkpoint of an older qmckit has none)
+            self.timer = RunTimer(**attrs["profile"])
         for name in self.series_names:
             group = f[f"series/{name}"]
             self.series[name] = [np.array(group[key]) for key in sorted(group)]

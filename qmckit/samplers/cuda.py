@@ -128,6 +128,11 @@ class CudaSampler:
     def sweep(self, n_sweeps: int, measure: bool = True):
         return self._sweeper.sweep(n_sweeps, measure)
 
+    @property
+    def last_kernel_s(self):
+        """Device seconds of the last sweep's kernels (CUDA events), or None where the sweeper does not time them."""
+        return getattr(self._sweeper, "last_kernel_s", None)
+
     def observables(self) -> np.ndarray:
         """(W, 1 + K) E_L and the system's observables, measured on the GPU."""
         require(self.system, "observables_gpu", "observables on the GPU")

@@ -1,0 +1,87 @@
+"""Every run's profile (qmckit.perf.run_profile, issue 31): the phases a run's work falls in, their calls, fractions
+that sum to 1, a checkpoint's and a resume's share, the GPU split of a sweep into kernel and transfers, and
+``qmckit run --profile``."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from qmckit.perf import run_profile
+from qmckit.perf.run_profile import RunTimer, format_profile, profile_dict, timed_sweep
+from qmckit.runs import RunConfig, make_run, resume_run
+
+
+def _fractions_sum(profile):
+    return sum(row["fraction"] for row in profile["phases"].values())
+
+
+def test_a_vmc_and_a_dmc_run_put_their_work_in_the_right_phases(tmp_path):
+    vmc = make_run(RunConfig(system="bec", params=dict(n=6), walkers=50, steps=200, block=50, seed=1)).run()
+    profile = vmc["profile"]
+    assert _fractions_sum(profile) == pytest.approx(1.0, abs=1e-12)
+    assert set(profile["phases"]) == {"sampling", "analysis", "other"}  # no branching, no checkpoint without a path
+    assert profile["phases"]["sampling"]["fraction"] > 0.5 and profile["phases"]["analysis"]["calls"] == 1
+    assert profile["total_s"] >= vmc["wall_s"] and "numba threads" in profile["device"]
+
+    steps, dmc_equil = 60, 10
+    config = RunConfig(system="bec", params=dict(n=6), method="dmc", walkers=50, steps=steps, block=20,
+                       dmc_equilibration=dmc_equil, equilibration=40, seed=1)
+    dmc = make_run(config, checkpoint_path=tmp_path / "run.h5").run()
+    phases = dmc["profile"]["phases"]
+    assert _fractions_sum(dmc["profile"]) == pytest.approx(1.0, abs=1e-12)
+    assert phases["branching"]["calls"] == steps + dmc_equil  # one branching per DMC step
+    assert phases["checkpoint"]["calls"] == 1 + steps // 20  # after the equilibration and after every block
+    # sampling: the VMC equilibration's pieces, each block's cache rebuild and one sweep per DMC step
+    assert phases["sampling"]["calls"] > steps + dmc_equil
+
+
+def test_a_resumed_run_keeps_the_phases_of_its_first_part(tmp_path):
+    path = tmp_path / "run.h5"
+    config = RunConfig(system="bec", params=dict(n=6), walkers=40, steps=200, block=50, seed=2)
+    run = make_run(config, checkpoint_path=path)
+    blocks = run.blocks()
+    next(blocks), next(blocks)  # two blocks done, then the process "stops"
+    sampled = run.timer.totals["sampling"]
+    resumed = resume_run(path)
+    assert resumed.timer.totals["sampling"] == pytest.approx(sampled)  # the checkpoint after block 2 carried them
+    result = resumed.run()
+    assert result["profile"]["phases"]["sampling"]["seconds"] > sampled
+    assert _fractions_sum(result["profile"]) == pytest.approx(1.0, abs=1e-12)
+
+
+class _GpuLike:
+    """A sampler that reports its kernels' time, as the GPU sweepers do with CUDA events."""
+
+    last_kernel_s = 0.25
+
+    def sweep(self, n, measure=True):
+        return n
+
+
+def test_a_gpu_sweep_is_split_into_kernel_time_and_transfers(monkeypatch):
+    ticks = iter([10.0, 11.0])  # the call takes 1 s on the host clock
+    monkeypatch.setattr(run_profile.time, "perf_counter", lambda: next(ticks))
+    timer = RunTimer()
+    assert timed_sweep(timer, _GpuLike(), 3) == 3
+    assert timer.totals == {"sampling": 0.25, "transfers": 0.75}
+
+
+def test_profile_fractions_and_other_from_the_wall_time():
+    timer = RunTimer({"sampling": 6.0, "branching": 1.0, "checkpoint": 2.0, "analysis": 1.0},
+                     {"sampling": 3, "branching": 3, "checkpoint": 1, "analysis": 1})
+    profile = profile_dict(timer, wall_s=8.0, device="test")
+    assert profile["total_s"] == 11.0  # the wall time (equilibration and blocks) plus checkpoints and analysis
+    assert profile["phases"]["other"]["seconds"] == 1.0  # 8 s of wall time, 7 of them in phases
+    assert profile["phases"]["sampling"]["fraction"] == pytest.approx(6 / 11)
+    assert _fractions_sum(profile) == pytest.approx(1.0)
+    assert "sampling" in format_profile(profile).splitlines()[2]
+
+
+def test_cli_profile_prints_a_table_on_stderr_and_keeps_one_json_object_on_stdout():
+    out = subprocess.run([sys.executable, "-m", "qmckit", "run", "bec", "--n", "4", "--walkers", "20", "--steps", "50",
+                          "--json", "--profile"], capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    assert _fractions_sum(result["profile"]) == pytest.approx(1.0, abs=1e-12)
+    table = [line for line in out.stderr.splitlines() if not line.startswith("qmckit: warning")]
+    assert table[0].startswith("profile on ") and table[2].startswith("sampling")
