@@ -85,3 +85,44 @@ def test_cli_profile_prints_a_table_on_stderr_and_keeps_one_json_object_on_stdou
     assert _fractions_sum(result["profile"]) == pytest.approx(1.0, abs=1e-12)
     table = [line for line in out.stderr.splitlines() if not line.startswith("qmckit: warning")]
     assert table[0].startswith("profile on ") and table[2].startswith("sampling")
+
+
+def test_the_run_model_splits_the_profile_into_study_004s_parts():
+    from qmckit.perf import report
+
+    profile = {"device": "test", "total_s": 10.0, "phases": {
+        "sampling": {"seconds": 7.0, "fraction": 0.7, "calls": 100},
+        "transfers": {"seconds": 0.5, "fraction": 0.05, "calls": 100},
+        "measurements": {"seconds": 2.0, "fraction": 0.2, "calls": 50},
+        "other": {"seconds": 0.5, "fraction": 0.05, "calls": 0}}}
+    result = {"method": "vmc", "equilibration": 0, "steps": 100, "profile": profile,
+              "estimates": {"energy": {"mean": 1.0, "error": 0.1, "tau": 4.5}}}
+    model = report(result, period=2)
+    assert (model.accelerated, model.serial, model.cpu) == pytest.approx((0.7, 0.05, 0.25))
+    assert model.limit_synchronous == pytest.approx(1 / 0.3) and model.limit_masked == pytest.approx(4.0)
+    assert model.saturation_point == pytest.approx(0.7 / 0.2)  # M* = P/(R − S)
+    # one sweep 0.07 s, one measurement 0.04 s: α = 4/7; m_c = τ − ½ = 4 sweeps; Eq. 12 and Eq. 14
+    assert model.alpha == pytest.approx(4 / 7) and model.m_c == pytest.approx(4.0)
+    assert model.m_opt_sequential == pytest.approx((2 * 4.0 * 4 / 7) ** 0.5) and model.m_opt_masked == model.alpha
+    assert "m_opt" in str(model) and model.period == 2
+
+
+def test_a_helium_run_that_measures_apart_gets_an_analysis_period():
+    from qmckit.perf import report
+
+    run = make_run(RunConfig(system="helium", params=dict(n=32), method="vmc", walkers=10, steps=100, seed=1))
+    run.run()
+    model = report(run)
+    assert model.period == 1 and model.alpha > 0 and model.m_c >= 0
+    assert 0 < model.accelerated < 1 and model.serial == 0.0  # a CPU run has no transfers
+
+
+def test_the_panels_profile_view_shows_the_last_run_and_goes_back_to_the_energy_plot():
+    from qmckit.widgets.system_panel import SystemPanel
+
+    panel = SystemPanel("bec", walkers=20, steps=60)
+    panel.run(blocking=True)
+    panel.profile_button.value = True
+    assert panel.plot.outputs[0]["data"]["text/plain"] == "<run profile and its Amdahl model>"
+    panel.profile_button.value = False
+    assert panel.plot.outputs[0]["data"]["text/plain"] == "<energy trace and reblocking plot>"

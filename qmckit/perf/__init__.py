@@ -16,6 +16,8 @@ Modules:
 * :mod:`~qmckit.perf.pipeline` — a producer/consumer pipeline (sync or async) and the m-scan
   experiment of Fig. 3 for any ``generate_factory(m)`` and ``analyse``.
 * :mod:`~qmckit.perf.timers` — :class:`PhaseTimer`.
+* :mod:`~qmckit.perf.run_profile` — every run's phase timers and its result's ``profile``.
+* :mod:`~qmckit.perf.run_model` — :func:`report`: the modified Amdahl law of one run's profile.
 * :mod:`~qmckit.perf.synthetic` — nogil workloads of chosen cost (tests and notebooks).
 * :mod:`~qmckit.perf.plots` — Fig. 1, penalty curves and Fig. 3 plots.
 """
@@ -28,6 +30,7 @@ from .masking import (InverseFit, ThresholdFit, error_factor, error_factor_expon
                       step_time_masked, step_time_sequential, time_to_error, total_time_masked,
                       total_time_sequential)
 from .pipeline import MaskingScan, PipelineResult, masking_scan, measure_phase_times, run_pipeline
+from .run_model import RunModel, report
 from .timers import PhaseTimer
 
 __all__ = [
@@ -42,4 +45,6 @@ __all__ = [
     "step_time_sequential", "time_to_error", "total_time_masked", "total_time_sequential",
     # pipeline, timers
     "MaskingScan", "PipelineResult", "masking_scan", "measure_phase_times", "run_pipeline", "PhaseTimer",
+    # a run's own profile and model
+    "RunModel", "report",
 ]

@@ -12,7 +12,7 @@ from .amdahl import amdahl_masked, amdahl_synchronous, max_masked, max_synchrono
 from .masking import (penalty_bound_masked, penalty_bound_sequential, penalty_masked, penalty_sequential,
                       total_time_masked, total_time_sequential)
 
-__all__ = ["amdahl_figure", "plot_amdahl", "plot_masking_scan", "plot_penalties"]
+__all__ = ["amdahl_figure", "plot_amdahl", "plot_masking_scan", "plot_penalties", "profile_figure"]
 
 
 def plot_amdahl(ax, R: float, S: float, M=None, annotate: bool = True):
@@ -104,3 +104,26 @@ def plot_masking_scan(ax, scan, t_G: float | None = None, t_A: float | None = No
     ax.set_title(f"load masking, {scan.total_macroupdates} macroupdates per run")
     ax.legend(fontsize="small")
     return ax
+
+
+PHASE_COLOURS = {"sampling": "tab:green", "measurements": "tab:orange", "branching": "tab:purple",
+                 "transfers": "tab:red", "checkpoint": "tab:brown", "analysis": "tab:blue", "other": "0.7"}
+
+
+def profile_figure(profile: dict, model, figsize=(9.0, 3.4)) -> Figure:
+    """A run's profile (:mod:`qmckit.perf.run_profile`) as one bar of phase fractions, beside the modified Amdahl
+    curves of its model (:func:`qmckit.perf.report`): what a sampler M times faster would make of this run."""
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax_bar, ax_model = fig.subplots(1, 2, width_ratios=(1, 1.4))
+    left = 0.0
+    for name, row in profile["phases"].items():
+        ax_bar.barh(0, row["fraction"], left=left, color=PHASE_COLOURS.get(name, "0.5"), edgecolor="white",
+                    label=f"{name} {100 * row['fraction']:.1f} %")
+        left += row["fraction"]
+    ax_bar.set(xlim=(0, 1), yticks=[], xlabel="share of the run's time",
+               title=f"{profile['total_s']:.3g} s on {profile['device']}"[:60])
+    ax_bar.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=2, fontsize="small", frameon=False)
+    plot_amdahl(ax_model, model.cpu, model.serial)
+    ax_model.set_title("if the sampling were M× faster", fontsize="medium")
+    ax_model.legend(fontsize="x-small", loc="lower right")
+    return fig

@@ -117,6 +117,10 @@ class SystemPanel(RunControls):
             stop_tooltip="stop within a fraction of a second, in any phase (Run continues the same run)",
             progress_tooltip="equilibration, then blocks of measured sweeps or steps")
         self.run_button.on_click(lambda _button: self.run())
+        self.profile_button = widgets.ToggleButton(
+            value=False, description="Profile", layout=widgets.Layout(width="90px"),
+            tooltip="where the run's time went, by phase, and what a faster sampler would buy (qmckit.perf.report)")
+        self.profile_button.observe(self._profile_toggled, names="value")
 
         units = ", ".join(f"{what} in {html_text(unit)}" for what, unit in (
             ("lengths", self.system_class.length_unit), ("energies", self.system_class.energy_unit),
@@ -126,7 +130,7 @@ class SystemPanel(RunControls):
         run_controls = ([self.method] if len(methods) > 1 else []) + [self.sampler, self.dt, self.walkers,
                                                                        self.steps, self.seed]
         controls = row([widgets.VBox(list(self.controls.values())), widgets.VBox(run_controls)])
-        buttons = row([self.run_button, self.stop_button, self.progress])
+        buttons = row([self.run_button, self.stop_button, self.progress, self.profile_button])
         self.widget = self._root([header, controls, buttons, self.status, self.plot])
 
         self.last_run = None
@@ -352,7 +356,20 @@ class SystemPanel(RunControls):
         return run_figure(run.energy_series(), unit=run.system.energy_unit, label=self._energy_label(run),
                           xlabel=self._record_names(run)[0], what=self._energy_words(run))
 
+    def _profile_toggled(self, _change=None) -> None:
+        """Show the Profile view or the energy plot of the last run (a running run's next block redraws anyway)."""
+        if self.last_run is not None and self.last_run.blocks_done and not self.running:
+            self._redraw(self.last_run)
+
     def _redraw(self, run) -> None:
+        if self.profile_button.value:  # the Profile view: the run's phases and its Amdahl model
+            from ..perf import report
+            from ..perf.plots import profile_figure
+
+            result = run.result()
+            fig = profile_figure(result["profile"], report(result))
+            self.plot.outputs = (png_output(figure_png(fig), text="<run profile and its Amdahl model>"),)
+            return
         fig = self._figure(run)
         self.plot.outputs = (png_output(figure_png(fig), text="<energy trace and reblocking plot>"),)
 
