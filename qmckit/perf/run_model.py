@@ -56,8 +56,10 @@ class RunModel:
                  f"CPU side R = {self.cpu:.3f}",
                  f"  an infinitely fast sampler would make this run {_times(self.limit_synchronous)} faster "
                  f"(synchronous), {_times(self.limit_masked)} with the CPU's work masked",
-                 f"  saturation point M* = {_times(self.saturation_point)}: beyond a sampler this much faster, "
-                 "masking gains nothing more"]
+                 (f"  saturation point M* = {_times(self.saturation_point)}: beyond a sampler this much faster, "
+                  "masking gains nothing more" if self.saturation_point >= 1 else
+                  f"  saturation point M* = {self.saturation_point:.3g} < 1: the CPU side already outlasts the "
+                  "sampling, so the CPU side is what to speed up")]
         if self.alpha is not None:
             lines.append(f"  analysis every m = {self.period} sweeps: α = t_A/t_G = {self.alpha:.3g}, m_c = {self.m_c:.3g} "
                          f"sweeps → m_opt = {self.m_opt_sequential:.3g} (analysis after sampling), "
