@@ -247,6 +247,13 @@ def _add_method_options(p, system_class):
     p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default auto)")
     p.add_argument("--dtype", choices=["float64", "float32"], default=None,
                    help="floating-point type of the GPU kernels (default float64)")
+    p.add_argument("--measure-density", dest="density", choices=["x", "y", "z", "r", "rho"], default=None,
+                   help="measure the one-body density along x, y or z, of r, or of rho (2D radius); 'density' in the JSON")
+    p.add_argument("--density-every", dest="density_every", type=_positive_int, default=None,
+                   help="sweeps (DMC steps) between density samples (default 1)")
+    p.add_argument("--analysis", choices=["sync", "async"], default=None,
+                   help="async: histogram the density in a worker thread beside the sampler (the same numbers; "
+                        "needs --measure-density)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--profile", action="store_true", help="print where the run's time went, by phase (on stderr "
                    "with --json); the JSON always has it as 'profile'")
@@ -257,7 +264,8 @@ def _add_method_options(p, system_class):
 _RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_every", "drift_cap", "energy_cap",
              "feedback_time", "effective_time_step", "nuclear_moves", "walkers", "steps",
              "equilibration", "block", "seed",
-             "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype")
+             "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype",
+             "density", "density_every", "analysis")
 
 
 # RunConfig fields whose flag is not "--" + the field's name
@@ -265,7 +273,7 @@ _RUN_FLAGS = {"equilibration": "--equil", "target_walkers": "--target-walkers", 
               "energy_cap": "--energy-cap", "target_acceptance": "--acceptance", "measure_every": "--every",
               "feedback_time": "--feedback-time", "nuclear_moves": "--nuclear-moves",
               "effective_time_step": "--no-tau-eff", "drift_cap": "--no-drift-cap",
-              "accept_uniform": "--accept-uniform",
+              "accept_uniform": "--accept-uniform", "density_every": "--density-every", "density": "--measure-density",
               "hard_core": "--hard-core"}
 
 

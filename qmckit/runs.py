@@ -32,6 +32,7 @@ from .walkers import Walkers
 BACKENDS = ("auto", "cpu", "cuda")
 METHODS = ("vmc", "dmc")
 DTYPES = ("float64", "float32")
+ANALYSES = ("sync", "async")
 CHECKPOINT_FORMAT = "qmckit-run-checkpoint-1"
 LATTICE_CHECKPOINT_FORMAT = "qmckit-lattice-checkpoint-1"
 COLLAPSE_FRACTION = 0.2  # a DMC population below this fraction of its target is reported as collapsed
@@ -49,6 +50,9 @@ class RunConfig:
     block        sweeps (steps) per block; a checkpoint is written after each block
     target_walkers  DMC population target (default: ``walkers``)
     dmc_equilibration  DMC steps with branching before measuring (default: one time unit, 1/dt)
+    analysis     "sync": the density histogram takes each sample between sweeps; "async": a worker thread takes it
+                 while the sampler goes on (study 004's load masking; the same numbers, as the analysis never feeds
+                 back into the sampling; DMC branching stays in step)
 
     A lattice system (``system="lattice"``) runs VMC chains: ``walkers`` is the number of chains, and
     ``params``, ``steps``, ``equilibration``, ``block``, ``seed`` and ``backend`` mean what they mean for
@@ -86,6 +90,7 @@ class RunConfig:
     green: str = "moved"            # study 002's deviations, for demonstrations only:
     accept_uniform: str = "fresh"   # "all", "reuse" and "redraw" (see qmckit.backends.cpu_kernels)
     hard_core: str = "reject"
+    analysis: str = "sync"          # "async": the density histogram in a worker thread beside the sampler
 
     def __post_init__(self):
         if isinstance(self.system, System):  # an instance (e.g. a qmckit.UserSystem): its class by name from now on
@@ -163,6 +168,11 @@ class RunConfig:
             if not isinstance(self.density_every, (int, np.integer)) or self.density_every < 1:
                 raise ValueError(f"density_every must be a positive integer, got {self.density_every!r}")
             self.make_density(system)  # validates kind, bins and range
+        if self.analysis not in ANALYSES:
+            raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}, got {self.analysis!r}")
+        if self.analysis == "async" and self.density is None:
+            raise ValueError("analysis async moves the density histogram beside the sampler; this run measures no "
+                             "density (set density; --measure-density), so it cannot help")
 
     def _check_lattice_options(self) -> None:
         """Refuse, by name, every option of continuum walkers set to other than its default (a lattice runs VMC
@@ -243,6 +253,7 @@ class _Run(Run):
                                 drift_cap=config.drift_cap, dtype=config.dtype, nuclear_moves=config.nuclear_moves,
                                 **config.variant_options())
         self.density = config.make_density(self.system)
+        self._analysis_pool = self._analysis = None  # analysis="async": the worker thread and its pending histogram
         self._start(config, checkpoint_path, self.SERIES + (("density",) if self.density is not None else ()))
 
     @property
@@ -281,7 +292,11 @@ class _Run(Run):
             self.vmc.recompute()  # discard the round-off of incremental cache updates
         records = yield from self._sweep_pieces(n)
         if self.density is not None:
+            self._wait_for_analysis()
             records["density"] = self.density.take_block()[None, :]
+            if self._analysis_pool is not None and self.blocks_done + 1 >= self.config.n_blocks:
+                self._analysis_pool.shutdown()  # the last block (a continued run makes a new worker if it needs one)
+                self._analysis_pool = None
         return records
 
     def _sweep_pieces(self, n: int):
@@ -315,11 +330,34 @@ class _Run(Run):
         return (parts[0] if len(parts) == 1 else np.concatenate(parts)), accepted / (n * moves)
 
     def _add_density(self) -> None:
-        """The walkers' positions into the density histogram (a GPU sampler's walkers are brought to the host)."""
+        """The walkers' positions into the density histogram (a GPU sampler's walkers are brought to the host). With
+        ``analysis="async"`` a worker thread adds a copy of them while the sampler goes on; the histogram sees the
+        same samples in the same order, so the numbers are those of a synchronous run."""
         with self.timer("transfers"):
             self.vmc.sync()
-        with self.timer("measurements"):
-            self.density.add(self.walkers.positions)
+        if self.config.analysis == "sync":
+            with self.timer("measurements"):
+                self.density.add(self.walkers.positions)
+            return
+        positions = self.walkers.positions.copy()  # the sampler moves the walkers on while the worker reads these
+        self._wait_for_analysis()  # the previous sample first: the histogram's order is the synchronous one
+        if self._analysis_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._analysis_pool = ThreadPoolExecutor(1, thread_name_prefix="qmckit-analysis")
+        self._analysis = self._analysis_pool.submit(self._histogram, positions)
+
+    def _histogram(self, positions) -> None:
+        """The worker's part of an asynchronous analysis (its time is the profile's "masked" measurements)."""
+        with self.timer("masked measurements"):
+            self.density.add(positions)
+
+    def _wait_for_analysis(self) -> None:
+        """Wait for the worker's pending histogram (the time the sampler waits for it is "analysis wait")."""
+        if getattr(self, "_analysis", None) is not None:
+            with self.timer("analysis wait"):
+                self._analysis.result()
+            self._analysis = None
 
     def _finite(self, series: np.ndarray) -> np.ndarray:
         """``series`` (the energies), or a FloatingPointError that says where ψ_T failed: an energy that is NaN

@@ -5,7 +5,8 @@ moves and streams, positions to 1e-12, local energies to 1e-10 relative, and the
 caches (inverse blocks, orbital rows, Jastrow gradients) equal to a CPU rebuild. Cases: H2O/STO-3G with
 cusp-corrected orbitals and the polynomial Jastrow (drift), LiH/6-31G with the e–n Padé term (uniform moves), and
 H2O fixed-node with the moves near nuclei. Then one DMC run through the Run on both backends gives the same
-populations and energies.
+populations and energies, and a VMC run with a density gives the same numbers with the histogram in a worker thread
+(``analysis="async"``) as without.
 """
 import json
 import os
@@ -67,6 +68,9 @@ def _child() -> dict:
     config = dict(system="molecule", method="dmc", params=dict(xyz="h2", basis="sto-3g"), walkers=4, steps=3,
                   equilibration=2, dmc_equilibration=1, block=3, dt=0.1, seed=3)  # rejects some moves
     out["dmc"] = {b: make_run(RunConfig(**config, backend=b)).run() for b in ("cpu", "cuda")}
+    density = dict(system="molecule", params=dict(xyz="h2", basis="sto-3g"), walkers=3, steps=4, block=2, seed=5,
+                   equilibration=2, density="r")  # the analysis thread beside a GPU sampler (issue 31)
+    out["analysis"] = {a: make_run(RunConfig(**density, backend="cuda", analysis=a)).run() for a in ("sync", "async")}
     return out
 
 
@@ -97,6 +101,12 @@ def test_dmc_through_the_run_on_the_gpu_gives_the_cpu_numbers(sim):
     for name, est in cpu["estimates"].items():
         assert gpu["estimates"][name]["mean"] == pytest.approx(est["mean"], rel=1e-10), name
     assert gpu["tau_eff"] == pytest.approx(cpu["tau_eff"], rel=1e-12) and cpu["tau_eff"] < cpu["dt"]
+
+
+def test_async_analysis_beside_the_gpu_sampler_gives_the_sync_numbers(sim):
+    sync, masked = sim["analysis"]["sync"], sim["analysis"]["async"]
+    assert masked["estimates"] == sync["estimates"] and masked["density"] == sync["density"]
+    assert masked["profile"]["masked"]["calls"] == 4 and "masked" not in sync["profile"]
 
 
 def test_registration_and_import_without_a_gpu():

@@ -126,3 +126,23 @@ def test_the_panels_profile_view_shows_the_last_run_and_goes_back_to_the_energy_
     assert panel.plot.outputs[0]["data"]["text/plain"] == "<run profile and its Amdahl model>"
     panel.profile_button.value = False
     assert panel.plot.outputs[0]["data"]["text/plain"] == "<energy trace and reblocking plot>"
+
+
+@pytest.mark.parametrize("method", ["vmc", "dmc"])
+def test_async_analysis_gives_the_numbers_of_sync_bit_for_bit(method):
+    config = dict(system="bec", params=dict(n=8), method=method, walkers=40, steps=120, block=40, seed=6,
+                  density="r", density_every=2)
+    sync = make_run(RunConfig(**config)).run()
+    run = make_run(RunConfig(**config, analysis="async"))
+    masked = run.run()
+    assert masked["estimates"] == sync["estimates"] and masked["density"] == sync["density"]
+    assert masked["profile"]["masked"]["calls"] == 120 // 2  # every density sample went through the worker
+    assert "measurements" not in masked["profile"]["phases"] and _fractions_sum(masked["profile"]) == pytest.approx(1)
+    assert run._analysis_pool is None  # the worker thread ends with the last block
+
+
+def test_async_analysis_without_a_density_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="^analysis async moves the density histogram beside the sampler"):
+        RunConfig(system="bec", analysis="async")
+    with pytest.raises(ValueError, match="^analysis must be one of sync, async"):
+        RunConfig(system="bec", analysis="later")

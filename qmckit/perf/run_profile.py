@@ -11,8 +11,13 @@ transfers      host↔device copies: a GPU sweep's call beyond its kernels (ener
                brought to the host (for a density or a checkpoint)
 checkpoint     writing the atomic HDF5 checkpoints
 analysis       the estimates of the result (reblocking, densities' summaries)
+analysis wait  with ``analysis="async"``: the sampler waiting for the worker thread's histogram (the part of the
+               analysis that masking did not hide)
 other          the rest of the run's wall time (Python between the phases, series bookkeeping)
 =============  ==========================================================================================
+
+With ``analysis="async"`` the worker thread's own time is the profile's ``masked`` entry (seconds and calls): it
+ran beside the phases above, so it is not a share of the run.
 
 The result's ``profile`` gives each phase's seconds, fraction of the total and calls, the device, and the total (the
 run's wall time plus its checkpoints and its analysis), so the fractions sum to 1. ``qmckit run … --profile`` prints
@@ -24,7 +29,8 @@ from __future__ import annotations
 import os
 import time
 
-PHASES = ("sampling", "measurements", "branching", "transfers", "checkpoint", "analysis")
+PHASES = ("sampling", "measurements", "branching", "transfers", "checkpoint", "analysis", "analysis wait")
+MASKED = "masked measurements"  # the worker thread's time (analysis="async"), beside the phases
 OUTSIDE_WALL = ("checkpoint", "analysis")  # a run's wall_s excludes these (it times equilibration and blocks)
 
 
@@ -122,7 +128,7 @@ def device_description(backend: str) -> str:
 def profile_dict(timer: RunTimer, wall_s: float, device: str) -> dict:
     """The result's ``profile``: ``{"device", "total_s", "phases": {name: {"seconds", "fraction", "calls"}}}`` with
     the phases of :data:`PHASES` that ran and ``other`` (the run's wall time not in a phase). Fractions of total_s."""
-    inside = sum(s for name, s in timer.totals.items() if name not in OUTSIDE_WALL)
+    inside = sum(s for name, s in timer.totals.items() if name not in OUTSIDE_WALL and name != MASKED)
     outside = sum(timer.totals.get(name, 0.0) for name in OUTSIDE_WALL)
     other = max(wall_s - inside, 0.0)
     total = max(wall_s, inside) + outside
@@ -132,14 +138,20 @@ def profile_dict(timer: RunTimer, wall_s: float, device: str) -> dict:
             s = timer.totals[name]
             phases[name] = {"seconds": s, "fraction": s / total if total > 0 else 0.0, "calls": timer.counts[name]}
     phases["other"] = {"seconds": other, "fraction": other / total if total > 0 else 0.0, "calls": 0}
-    return {"device": device, "total_s": total, "phases": phases}
+    out = {"device": device, "total_s": total, "phases": phases}
+    if MASKED in timer.totals:
+        out["masked"] = {"seconds": timer.totals[MASKED], "calls": timer.counts[MASKED]}
+    return out
 
 
 def format_profile(profile: dict) -> str:
     """A text table of a result's ``profile``: phase, seconds, share of the run, calls and a bar."""
     lines = [f"profile on {profile['device']}: {profile['total_s']:.3g} s",
-             f"{'phase':<13}{'seconds':>10}{'share':>8}{'calls':>9}"]
+             f"{'phase':<14}{'seconds':>10}{'share':>8}{'calls':>9}"]
     for name, row in profile["phases"].items():
         bar = "█" * round(30 * row["fraction"])
-        lines.append(f"{name:<13}{row['seconds']:>10.4g}{100 * row['fraction']:>7.1f}%{row['calls']:>9}  {bar}")
+        lines.append(f"{name:<14}{row['seconds']:>10.4g}{100 * row['fraction']:>7.1f}%{row['calls']:>9}  {bar}")
+    if "masked" in profile:
+        lines.append(f"beside them, in the analysis thread: {profile['masked']['seconds']:.4g} s "
+                     f"({profile['masked']['calls']} histograms)")
     return "\n".join(lines)
