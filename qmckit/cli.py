@@ -247,7 +247,7 @@ def _add_method_options(p, system_class):
     p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default auto)")
     p.add_argument("--dtype", choices=["float64", "float32"], default=None,
                    help="floating-point type of the GPU kernels (default float64)")
-    p.add_argument("--measure-density", dest="density", choices=["x", "y", "z", "r", "rho"], default=None,
+    p.add_argument("--measure-density", dest="density_histogram", choices=["x", "y", "z", "r", "rho"], default=None,
                    help="measure the one-body density along x, y or z, of r, or of rho (2D radius); 'density' in the JSON")
     p.add_argument("--density-every", dest="density_every", type=_positive_int, default=None,
                    help="sweeps (DMC steps) between density samples (default 1)")
@@ -265,7 +265,7 @@ _RUN_KEYS = ("method", "sampler", "dt", "step", "target_acceptance", "measure_ev
              "feedback_time", "effective_time_step", "nuclear_moves", "walkers", "steps",
              "equilibration", "block", "seed",
              "backend", "target_walkers", "dmc_equilibration", "green", "accept_uniform", "hard_core", "dtype",
-             "density", "density_every", "analysis")
+             "density_every", "analysis")
 
 
 # RunConfig fields whose flag is not "--" + the field's name
@@ -331,6 +331,8 @@ def _run(args) -> int:
 
     given_params = _given_parameters(args, system_class)
     given_run = {k: getattr(args, k) for k in _RUN_KEYS if getattr(args, k, None) is not None}
+    if args.density_histogram is not None:  # RunConfig's density (helium's --density is its number density)
+        given_run["density"] = args.density_histogram
     try:
         if args.resume:
             if not os.path.exists(args.resume):

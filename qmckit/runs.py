@@ -480,10 +480,14 @@ class VMCRun(_Run):
         if self.density is None:
             energies, extra, acceptance = yield from self._measured_sweeps(sweeps)
         else:
-            chunks, accepted, done = [], 0.0, 0
+            chunks, extras, accepted, done = [], [], 0.0, 0
             while done < sweeps:
                 n = min(self.config.density_every, sweeps - done)
-                part, acc = timed_sweep(self.timer, self.vmc, n)
+                if self.observables:  # measured apart from the sweep (helium's estimators), as without a density
+                    part, part_extra, acc = yield from self._measured_sweeps(n)
+                    extras.append(part_extra)
+                else:
+                    part, acc = timed_sweep(self.timer, self.vmc, n)
                 self._add_density()
                 chunks.append(part)
                 accepted += acc * n
@@ -491,6 +495,7 @@ class VMCRun(_Run):
                 if done < sweeps:
                     yield "block", done, sweeps
             energies, acceptance = np.concatenate(chunks), accepted / sweeps
+            extra = np.concatenate(extras) if extras else None
         var = energies.var(axis=1, ddof=1) if energies.shape[1] > 1 else np.zeros(sweeps)
         records = {"energy_mean": energies.mean(axis=1), "energy_var": var, "acceptance": [acceptance]}
         for k, name in enumerate(self.observables):

@@ -146,3 +146,12 @@ def test_async_analysis_without_a_density_is_refused_in_one_line():
         RunConfig(system="bec", analysis="async")
     with pytest.raises(ValueError, match="^analysis must be one of sync, async"):
         RunConfig(system="bec", analysis="later")
+
+
+def test_a_system_that_measures_apart_takes_a_density_too_and_async_keeps_its_numbers():
+    # helium measures V, T_lap and T_grad apart from its sweeps; with a density both went through one loop
+    config = dict(system="helium", params=dict(n=32), walkers=5, steps=40, block=20, seed=2, density="x")
+    sync = make_run(RunConfig(**config)).run()
+    masked = make_run(RunConfig(**config, analysis="async")).run()
+    assert set(sync["estimates"]) > {"energy_per_particle", "energy_variance"}  # the observables are there
+    assert masked["estimates"] == sync["estimates"] and masked["density"] == sync["density"]
