@@ -341,6 +341,29 @@ def _kernels(en_cusp: bool, track_diffusion: bool = False, nuclear_moves: bool =
     return {"sweep": sweep_thread_per_walker, "energy": energy_thread_per_walker}
 
 
+@functools.lru_cache(maxsize=None)
+def state_kernels():
+    """(gather, scatter) of random states (2, W) for DMC branching on the device: ``gather(src, index, n, dst)``
+    sets dst[:, w] = src[:, index[w]] for w < n; ``scatter(dst, rows, fresh)`` sets dst[:, rows[j]] = fresh[j]."""
+    _cuda()
+
+    @cuda.jit
+    def gather(src, index, n, dst):
+        w = cuda.grid(1)
+        if w < n:
+            dst[0, w] = src[0, index[w]]
+            dst[1, w] = src[1, index[w]]
+
+    @cuda.jit
+    def scatter(dst, rows, fresh):
+        j = cuda.grid(1)
+        if j < rows.shape[0]:
+            dst[0, rows[j]] = fresh[j, 0]
+            dst[1, rows[j]] = fresh[j, 1]
+
+    return gather, scatter
+
+
 # --------------------------------------------------------------------------------------------
 # host side
 # --------------------------------------------------------------------------------------------
@@ -442,6 +465,8 @@ class CudaAtomSweeper:
         self._capacity = max(W + W // 4, 1)
         self._caches = self._new_caches(self._capacity)
         self._accepted = c.device_array(self._capacity, dtype=np.int64)
+        self._index = c.device_array(self._capacity, dtype=np.int64)  # branching's parents (branch_forked)
+        self._spare_states = c.device_array((2, self._capacity), dtype=np.uint64)  # the states it gathers into
         self._no_diffusion = c.device_array((3, 1), dtype=np.float64)  # the VMC kernels never touch it
         self._no_energies = c.device_array(1, dtype=np.float64)
         self._energies = {}
@@ -475,7 +500,7 @@ class CudaAtomSweeper:
         """
         w = self.walkers
         w.positions[...] = self._pos.copy_to_host().transpose(2, 0, 1)
-        w.rng_states[...] = self._states.copy_to_host().T
+        w.rng_states[...] = self._states.copy_to_host().T[:w.n_walkers]
         if recompute_caches and w.caches.shape[1] == self.system.cache_size():
             from .cpu_kernels import kernels_for
 
@@ -543,9 +568,40 @@ class CudaAtomSweeper:
         self.blocks = (W_new + self.threads - 1) // self.threads
         self.last_accepted = np.zeros(W_new, dtype=np.int64)
 
+    def branch_forked(self, index: np.ndarray, children: np.ndarray, fresh: np.ndarray) -> None:
+        """:meth:`branch` with the random states gathered on the device: new walker w gets walker ``index[w]``'s
+        position and state, except the rows ``children`` (K,), whose states are ``fresh`` (K, 2) (forked on the
+        host). Only the index and the K fresh states cross to the device, into buffers kept between steps; the
+        host walkers' states, like their positions, are stale until :meth:`to_host`."""
+        c = _cuda()
+        index = np.ascontiguousarray(index, dtype=np.int64)
+        W_new, N, d = index.size, self.walkers.n_particles, self.dim
+        self._allocate_caches(W_new)
+        new_pos = c.device_array((N, d, W_new), dtype=np.float64)
+        if self._spare_states.shape[1] < W_new:  # after from_host the spare is the uploaded (W, 2) states
+            self._spare_states = c.device_array((2, self._capacity), dtype=np.uint64)
+        threads = 128
+        if W_new:
+            parents = self._index[:W_new]
+            parents.copy_to_device(index)
+            cuda_bec.gather_kernel()[((W_new + threads - 1) // threads, d, N), threads](self._pos, parents, new_pos)
+            gather, scatter = state_kernels()
+            gather[(W_new + threads - 1) // threads, threads](self._states, parents, W_new, self._spare_states)
+            if len(children):
+                scatter[(len(children) + threads - 1) // threads, threads](
+                    self._spare_states, c.to_device(np.ascontiguousarray(children, dtype=np.int64)),
+                    c.to_device(np.ascontiguousarray(fresh, dtype=np.uint64)))
+        self._pos = new_pos
+        self._states, self._spare_states = self._spare_states, self._states
+        w = self.walkers
+        self.walkers = type(w)(np.empty((W_new, N, d)), np.zeros((W_new, 0)), np.ones(W_new),
+                               np.zeros((W_new, 2), dtype=np.uint64))
+        self.blocks = (W_new + self.threads - 1) // self.threads
+        self.last_accepted = np.zeros(W_new, dtype=np.int64)
+
     def rng_states(self) -> np.ndarray:
         """The walkers' random states (W, 2), fetched from the device (16 bytes per walker)."""
-        return np.ascontiguousarray(self._states.copy_to_host().T)
+        return np.ascontiguousarray(self._states.copy_to_host().T[:self.walkers.n_walkers])
 
     # --- sweeps --------------------------------------------------------------------------------
     def launch(self, n_sweeps: int, measure: bool = True):

@@ -141,6 +141,12 @@ class CudaSampler:
     def branch(self, index, children, source_states) -> None:
         """DMC branching on the device: keep ``walkers[index]``; the rows ``children`` (copies)
         get streams forked from ``source_states``. Only random states cross to the host."""
+        forked = getattr(self._sweeper, "branch_forked", None)
+        if forked is not None:  # the states are gathered on the device; only the copies' new ones are uploaded
+            fresh = np.empty((len(children), 2), dtype=np.uint64)
+            fork_from(source_states, fresh, np.arange(len(children)))  # the streams fork_from gives children, in order
+            forked(index, children, fresh)
+            return
         states = self._sweeper.rng_states()[index]
         if len(children):
             fork_from(source_states, states, children)
