@@ -399,13 +399,13 @@ class CudaAtomSweeper:
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
         if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} for atoms, got {layout!r}")
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} for {system.name} on the GPU, got {layout!r}")
         try:
             dtype_ok = np.dtype(dtype) == np.float64
         except TypeError:
             dtype_ok = False
         if not dtype_ok:
-            raise ValueError(f"dtype must be float64 for atoms on the GPU, got {dtype!r}")
+            raise ValueError(f"dtype must be float64 for {system.name} on the GPU, got {dtype!r}")
         if not (dt > 0 and math.isfinite(dt)):
             raise ValueError(f"dt must be a positive time step, got {dt!r}")
         if not (step > 0 and math.isfinite(step)):

@@ -62,8 +62,10 @@ class RunModel:
                   "sampling, so the CPU side is what to speed up")]
         if self.alpha is not None:
             lines.append(f"  analysis every m = {self.period} sweeps: α = t_A/t_G = {self.alpha:.3g}, m_c = {self.m_c:.3g} "
-                         f"sweeps → m_opt = {self.m_opt_sequential:.3g} (analysis after sampling), "
-                         f"{self.m_opt_masked:.3g} (analysis beside sampling)")
+                         f"sweeps → m_opt = √(2 m_c α) = {self.m_opt_sequential:.3g} (analysis after sampling), "
+                         f"α = {self.m_opt_masked:.3g} (beside it); an analysis period is at least 1, so analyse every "
+                         f"{max(1, round(self.m_opt_sequential))} sweeps, or every {max(1, round(self.m_opt_masked))} "
+                         "masked")
         return "\n".join(lines)
 
 
