@@ -324,8 +324,8 @@ def time_gpu_case(cuda, el, W, threads, pool, reps, target_s, case_budget, max_e
     sweeper.launch(n_sweeps)  # allocation and warm-up, not timed
     cuda.synchronize()
     times = [timed(n_sweeps) for _ in range(reps)]
-    energies = sweeper.launch(1).copy_to_host()[0]
-    acceptance = float(sweeper._accepted.copy_to_host().sum() / (W * N))
+    energies = sweeper.launch(1).copy_to_host()[0, :W]  # the device block has capacity columns beyond W
+    acceptance = float(sweeper._accepted.copy_to_host()[:W].sum() / (W * N))
     med = float(np.median(times))
     cycles = W * n_sweeps / med
     row = {"element": el, "N": N, "W": W, "threads": sweeper.threads, "dt": DT_ATOM[el], "sweeps_per_timing": n_sweeps,

@@ -110,7 +110,7 @@ def gpu_throughput(xyz, basis, walker_counts, reps) -> list:
             energies = sweeper.launch(n, measure=True)
             cuda.synchronize()
             times.append(time.perf_counter() - t0)
-        e = energies.copy_to_host()[:n]
+        e = energies.copy_to_host()[:n, :W]  # the device block has capacity columns beyond W
         med = float(np.median(times))
         k = sweeper._k["sweep"]
         rows.append({"molecule": f"{xyz}/{basis}", "n_basis": system.n_basis, "walkers": W, "sweeps": n,
@@ -203,7 +203,8 @@ def markdown(record) -> str:
               "registers | local bytes | ⟨E_L⟩ |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in record["gpu"]:
         lines.append(f"| {r['molecule']} | {r['walkers']} | {r['sweeps']} | {r['median_s']:.3f} | "
-                     f"{r['walker_steps_per_s']:.3e} | {r['registers']} | {r['local_bytes']} | {r['energy_mean']:.3f} |")
+                     f"{r['walker_steps_per_s']:.3e} | {r['registers']} | {r['local_bytes']} | "
+                     f"{'–' if r['energy_mean'] is None else format(r['energy_mean'], '.3f')} |")
     if record.get("dmc"):
         lines += ["", "## DMC through the Run (H2O/cc-pVDZ, cusp, Δτ = 0.005, 50 + measured steps)", "",
                   "| backend | threads | W | DMC steps | wall s | DMC steps/s | walker-steps/s | E (E_h) | τ_eff |",

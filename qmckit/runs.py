@@ -20,7 +20,7 @@ import numpy as np
 from . import checkpoint as ckpt
 from .methods.dmc import DMC, FEEDBACK_TIME
 from .methods.run import PIECE_S, Run
-from .samplers import SAMPLERS, check_gpu, cuda_available, make_sampler, samplers_of, variant_flags
+from .samplers import SAMPLERS, check_gpu, cuda_available, gpu_takes, make_sampler, samplers_of, variant_flags
 from .samplers.cpu import nuclei_for_moves
 from .observables import DensityHistogram, density_summary
 from .perf.run_profile import timed_sweep
@@ -168,6 +168,9 @@ class RunConfig:
             if not isinstance(self.density_every, (int, np.integer)) or self.density_every < 1:
                 raise ValueError(f"density_every must be a positive integer, got {self.density_every!r}")
             self.make_density(system)  # validates kind, bins and range
+        elif self.density_every != 1:
+            raise ValueError(f"density_every is the sweeps between density samples; set density too, got "
+                             f"density_every={self.density_every!r} without one")
         if self.analysis not in ANALYSES:
             raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}, got {self.analysis!r}")
         if self.analysis == "async" and self.density is None:
@@ -218,7 +221,7 @@ class RunConfig:
         system = make_system(self.system, **self.params)
         if self.nuclear_moves and not system.capabilities.gpu_nuclear_moves:
             return "cpu"
-        return "cuda" if cuda_available(system, self.sampler) else "cpu"
+        return "cuda" if cuda_available(system, self.sampler) and gpu_takes(system) else "cpu"
 
     def variant_options(self) -> dict:
         return {"green": self.green, "accept_uniform": self.accept_uniform, "hard_core": self.hard_core}
@@ -336,7 +339,7 @@ class _Run(Run):
         with self.timer("transfers"):
             self.vmc.sync()
         if self.config.analysis == "sync":
-            with self.timer("measurements"):
+            with self.timer("density"):
                 self.density.add(self.walkers.positions)
             return
         positions = self.walkers.positions.copy()  # the sampler moves the walkers on while the worker reads these
@@ -348,16 +351,16 @@ class _Run(Run):
         self._analysis = self._analysis_pool.submit(self._histogram, positions)
 
     def _histogram(self, positions) -> None:
-        """The worker's part of an asynchronous analysis (its time is the profile's "masked" measurements)."""
-        with self.timer("masked measurements"):
+        """The worker's part of an asynchronous analysis (its time is the profile's "masked" entry)."""
+        with self.timer("masked density"):
             self.density.add(positions)
 
     def _wait_for_analysis(self) -> None:
         """Wait for the worker's pending histogram (the time the sampler waits for it is "analysis wait")."""
-        if getattr(self, "_analysis", None) is not None:
+        pending, self._analysis = getattr(self, "_analysis", None), None
+        if pending is not None:  # a failure in the worker is raised here, once
             with self.timer("analysis wait"):
-                self._analysis.result()
-            self._analysis = None
+                pending.result()
 
     def _finite(self, series: np.ndarray) -> np.ndarray:
         """``series`` (the energies), or a FloatingPointError that says where ψ_T failed: an energy that is NaN
@@ -568,6 +571,11 @@ class DMCRun(_Run):
             if k + 1 < steps:
                 yield "block", k + 1, steps
         return {name: [getattr(r, name) for r in records] for name in self.SERIES}
+
+    def _restore_progress(self, f, attrs: dict) -> None:
+        super()._restore_progress(f, attrs)
+        if self.dmc is not None:  # made by _restore_state with the fresh timer: it times into the restored one
+            self.dmc.timer = self.timer
 
     def energy_series(self) -> np.ndarray:
         """Mixed-estimator energy per particle of every recorded DMC step."""

@@ -137,7 +137,7 @@ def test_async_analysis_gives_the_numbers_of_sync_bit_for_bit(method):
     masked = run.run()
     assert masked["estimates"] == sync["estimates"] and masked["density"] == sync["density"]
     assert masked["profile"]["masked"]["calls"] == 120 // 2  # every density sample went through the worker
-    assert "measurements" not in masked["profile"]["phases"] and _fractions_sum(masked["profile"]) == pytest.approx(1)
+    assert "density" not in masked["profile"]["phases"] and _fractions_sum(masked["profile"]) == pytest.approx(1)
     assert run._analysis_pool is None  # the worker thread ends with the last block
 
 
@@ -155,3 +155,20 @@ def test_a_system_that_measures_apart_takes_a_density_too_and_async_keeps_its_nu
     masked = make_run(RunConfig(**config, analysis="async")).run()
     assert set(sync["estimates"]) > {"energy_per_particle", "energy_variance"}  # the observables are there
     assert masked["estimates"] == sync["estimates"] and masked["density"] == sync["density"]
+
+
+def test_a_resumed_dmc_run_times_its_later_steps_into_the_restored_profile(tmp_path):
+    path = tmp_path / "run.h5"
+    config = RunConfig(system="bec", params=dict(n=6), method="dmc", walkers=30, steps=60, block=20,
+                       dmc_equilibration=5, seed=3)
+    run = make_run(config, checkpoint_path=path)
+    blocks = run.blocks()
+    next(blocks)  # one block of 20 steps, then the process "stops"
+    before = run.timer.counts["branching"]
+    result = resume_run(path).run()
+    assert result["profile"]["phases"]["branching"]["calls"] == before + 40  # the two blocks after the resume
+
+
+def test_density_every_without_a_density_is_refused():
+    with pytest.raises(ValueError, match="^density_every is the sweeps between density samples; set density too"):
+        RunConfig(system="bec", density_every=5)

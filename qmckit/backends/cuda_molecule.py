@@ -272,16 +272,25 @@ class CudaMoleculeSweeper(CudaAtomSweeper):
 
     CACHE_VIEWS = (0, 1, 2, 3, 15, 16, 17)  # T, DPHI, OL, JG, DV, RC, FLAG in the molecule's cache_views tuple
 
-    def _check_system(self, system, walkers) -> int:
+    @staticmethod
+    def frozen_bytes(system) -> int:
+        """Bytes of nuclei, orbital coefficients, basis and cusp block that the kernels hold as constants."""
         from ..systems.molecule import HEADER
 
+        return 8 * (system.kernel_params.size - HEADER)
+
+    @classmethod
+    def fits(cls, system) -> bool:
+        """Whether the molecule fits the kernels' constant memory (``backend="auto"`` asks; else the CPU runs it)."""
+        return cls.frozen_bytes(system) <= MAX_CONSTANT_BYTES
+
+    def _check_system(self, system, walkers) -> int:
         N = system.n_particles
         if walkers.dim != 3 or walkers.n_particles != N:
             raise ValueError(f"walkers must have shape (W, {N}, 3), got {walkers.positions.shape}")
-        frozen = 8 * (system.kernel_params.size - HEADER)
-        if frozen > MAX_CONSTANT_BYTES:
+        if not self.fits(system):
             raise ValueError(f"the GPU molecule kernel holds nuclei, orbitals and basis in 64 KiB of constant memory; "
-                             f"this molecule needs {frozen} bytes (use backend cpu)")
+                             f"this molecule needs {self.frozen_bytes(system)} bytes (use backend cpu)")
         return 3
 
     def _select_kernels(self, track_diffusion: bool = False) -> dict:

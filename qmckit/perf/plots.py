@@ -106,7 +106,7 @@ def plot_masking_scan(ax, scan, t_G: float | None = None, t_A: float | None = No
     return ax
 
 
-PHASE_COLOURS = {"sampling": "tab:green", "measurements": "tab:orange", "branching": "tab:purple",
+PHASE_COLOURS = {"sampling": "tab:green", "measurements": "tab:orange", "density": "gold", "branching": "tab:purple",
                  "transfers": "tab:red", "checkpoint": "tab:brown", "analysis": "tab:blue", "other": "0.7"}
 
 

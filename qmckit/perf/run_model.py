@@ -5,12 +5,13 @@ From a run's ``profile`` (:mod:`qmckit.perf.run_profile`) the run's time splits 
 
     P   sampling: the part an accelerator speeds up M-fold (on a GPU run, the GPU's kernels),
     S   transfers: tied to the accelerator but not parallel (host↔device copies, at the reference speed),
-    R   everything else: measurements, branching, checkpoints, analysis and the rest, which stays on the CPU.
+    R   everything else: measurements, the density, branching, checkpoints, analysis and the rest (on the CPU).
 
 :func:`report` gives the accelerated fraction P, the speed-up over this run if the sampler were infinitely fast
 (synchronous 1/(R + S); with the CPU's work masked behind the sampler's, 1/max(R, S)), and the saturation point
 M* = P/(R − S) at which a masked run stops gaining. For a VMC run that measures observables apart from its sweeps
-every m sweeps (``measure_every``, or ``density_every`` for a density) it adds study 004's analysis period: with
+every m sweeps (``measure_every``; without them, the density every ``density_every``) it adds study 004's analysis
+period: with
 α = t_A/t_G (one measurement's time over one sweep's) and m_c = τ_int − ½ of the energy (in sweeps),
 m_opt = √(2 m_c α) when analysis and sampling take turns, m_opt = α when they overlap (Eqs. 12, 14).
 
@@ -95,11 +96,13 @@ def report(run_or_result, period: int | None = None) -> RunModel:
                  limit_synchronous=1.0 / (R + S) if R + S > 0 else math.inf,
                  limit_masked=1.0 / max(R, S) if max(R, S) > 0 else math.inf,
                  saturation_point=float(saturation_point(R, S, P)) if R > S else math.inf)
-    measured = phases.get("measurements")
+    # the analysis apart from the sweeps: observables every measure_every sweeps, else the density every density_every
+    kind = "measurements" if phases.get("measurements", {}).get("calls") else "density"
+    measured = phases.get(kind) or (profile.get("masked") if kind == "density" else None)
     if result.get("method") == "vmc" and measured and measured["calls"] and "sampling" in phases:
         every = config.measure_every if config is not None else 1  # sweeps per energy measurement
         if period is None:
-            period = (config.density_every if result.get("density") else every) if config is not None else 1
+            period = 1 if config is None else (config.measure_every if kind == "measurements" else config.density_every)
         t_G = phases["sampling"]["seconds"] / (result["equilibration"] + result["steps"] * every)  # one sweep
         t_A = measured["seconds"] / measured["calls"]  # one measurement
         alpha = t_A / t_G

@@ -4,8 +4,10 @@ Every run times its work by phase, in seconds of wall time:
 
 =============  ==========================================================================================
 sampling       the sampler's sweeps (VMC and DMC moves with the local energy they measure, equilibration
-               included, cache rebuilds); on a GPU only the kernels' own time, measured with CUDA events
-measurements   observables measured apart from the sweep (helium's estimators, densities)
+               included, cache rebuilds); on a GPU the measured sweeps' and DMC steps' kernels alone, timed with
+               CUDA events (the equilibration's pieces count whole)
+measurements   observables measured apart from the sweep (helium's estimators)
+density        the one-body density histogram (``density``)
 branching      DMC branching (weights, copies and kills, the walkers' gather on a device)
 transfers      host↔device copies: a GPU sweep's call beyond its kernels (energies and counts back), walkers
                brought to the host (for a density or a checkpoint)
@@ -29,14 +31,15 @@ from __future__ import annotations
 import os
 import time
 
-PHASES = ("sampling", "measurements", "branching", "transfers", "checkpoint", "analysis", "analysis wait")
-MASKED = "masked measurements"  # the worker thread's time (analysis="async"), beside the phases
+PHASES = ("sampling", "measurements", "density", "branching", "transfers", "checkpoint", "analysis", "analysis wait")
+MASKED = "masked density"  # the worker thread's time (analysis="async"), beside the phases
 OUTSIDE_WALL = ("checkpoint", "analysis")  # a run's wall_s excludes these (it times equilibration and blocks)
 
 
 class RunTimer:
-    """Seconds and calls per phase of one run (single-threaded, so without a lock; see :class:`~qmckit.perf.PhaseTimer`
-    for threads). ``with timer("branching"): …`` or ``timer.add("sampling", seconds)``."""
+    """Seconds and calls per phase of one run. ``with timer("branching"): …`` or ``timer.add("sampling", seconds)``.
+    Without a lock: the run's thread and its one analysis thread (``analysis="async"``) add to different phases, each
+    addition is a dictionary update under the GIL, and readers take a snapshot (:func:`profile_dict`)."""
 
     clock = staticmethod(time.perf_counter)
 
@@ -128,19 +131,20 @@ def device_description(backend: str) -> str:
 def profile_dict(timer: RunTimer, wall_s: float, device: str) -> dict:
     """The result's ``profile``: ``{"device", "total_s", "phases": {name: {"seconds", "fraction", "calls"}}}`` with
     the phases of :data:`PHASES` that ran and ``other`` (the run's wall time not in a phase). Fractions of total_s."""
-    inside = sum(s for name, s in timer.totals.items() if name not in OUTSIDE_WALL and name != MASKED)
-    outside = sum(timer.totals.get(name, 0.0) for name in OUTSIDE_WALL)
+    totals, counts = dict(timer.totals), dict(timer.counts)  # a snapshot: an analysis thread may be adding to them
+    inside = sum(s for name, s in totals.items() if name not in OUTSIDE_WALL and name != MASKED)
+    outside = sum(totals.get(name, 0.0) for name in OUTSIDE_WALL)
     other = max(wall_s - inside, 0.0)
     total = max(wall_s, inside) + outside
     phases = {}
     for name in PHASES:
-        if name in timer.totals:
-            s = timer.totals[name]
-            phases[name] = {"seconds": s, "fraction": s / total if total > 0 else 0.0, "calls": timer.counts[name]}
+        if name in totals:
+            s = totals[name]
+            phases[name] = {"seconds": s, "fraction": s / total if total > 0 else 0.0, "calls": counts[name]}
     phases["other"] = {"seconds": other, "fraction": other / total if total > 0 else 0.0, "calls": 0}
     out = {"device": device, "total_s": total, "phases": phases}
-    if MASKED in timer.totals:
-        out["masked"] = {"seconds": timer.totals[MASKED], "calls": timer.counts[MASKED]}
+    if MASKED in totals:
+        out["masked"] = {"seconds": totals[MASKED], "calls": counts[MASKED]}
     return out
 
 

@@ -99,5 +99,14 @@ def cuda_available(system, sampler: str = "drift") -> bool:
     return available(system)
 
 
-__all__ = ["SAMPLERS", "BACKENDS", "CpuSampler", "make_sampler", "samplers_of", "check_gpu", "cuda_available",
+def gpu_takes(system) -> bool:
+    """Whether the system's GPU sweeper takes this instance (a sweeper class may say no with ``fits(system)``, e.g. a
+    molecule too large for the kernel's constant memory); ``backend="auto"`` then runs on the CPU."""
+    from .cuda import sweeper_class
+
+    fits = getattr(sweeper_class(system), "fits", None)
+    return fits is None or bool(fits(system))
+
+
+__all__ = ["SAMPLERS", "BACKENDS", "CpuSampler", "make_sampler", "samplers_of", "check_gpu", "cuda_available", "gpu_takes",
            "equilibrate", "equilibration_pieces", "evaluate_configurations", "variant_flags"]
