@@ -633,34 +633,23 @@ class CudaAtomSweeper:
         diffusion sums (2, W) in ``last_diffusion``.
         """
         W, N = self.walkers.n_walkers, self.walkers.n_particles
-        events = self._events()
-        if events:
-            events[0].record()
+        if getattr(self, "_launch_events", None) is None:
+            self._launch_events = cuda_import.LaunchEvents()
+        self._launch_events.start()
         energies = self.launch(n_sweeps, measure)
-        if events:
-            events[1].record()
+        self._launch_events.stop()
         self.last_accepted = self._accepted.copy_to_host()[:W] if W else np.zeros(0, dtype=np.int64)
         rows = max(int(n_sweeps), 1)
         host = energies.copy_to_host()[:, :W] if (measure and n_sweeps > 0) or self.track_diffusion else None
         if self.track_diffusion:
             self.last_diffusion = host[rows:rows + 2]
         out = host[:n_sweeps].astype(np.float64) if measure and n_sweeps > 0 else np.empty((0, W))
-        if events:  # the copies above waited for the kernel; the events time it alone (the run's "sampling" phase)
-            events[1].synchronize()
-            self.last_kernel_s = events[0].elapsed_time(events[1]) / 1000.0
+        self.last_kernel_s = self._launch_events.seconds()  # the copies above waited for the kernel anyway
         proposed = n_sweeps * W * N
         return out, (self.last_accepted.sum() / proposed if proposed else 0.0)
 
     last_kernel_s = None  # seconds the last sweep's kernel took on the device (CUDA events; None under the simulator)
 
-    def _events(self):
-        """Two CUDA events around each sweep's launch (None under the simulator, whose events time nothing)."""
-        if cuda_import.simulated():
-            return None
-        if getattr(self, "_event_pair", None) is None:
-            c = _cuda()
-            self._event_pair = (c.event(), c.event())
-        return self._event_pair
 
     def registers(self) -> dict:
         """Registers per thread of this sweeper's compiled kernels, {"sweep": int, "energy": int}

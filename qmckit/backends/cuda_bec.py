@@ -786,15 +786,22 @@ class CudaBosonSweeper:
         diffusion sums (2, W) in ``last_diffusion`` (float64).
         """
         W, N = self.walkers.n_walkers, self.walkers.n_particles
+        if getattr(self, "_launch_events", None) is None:
+            self._launch_events = cuda_import.LaunchEvents()
+        self._launch_events.start()
         energies = self.launch(n_sweeps, measure)
+        self._launch_events.stop()
         self.last_accepted = self._accepted.copy_to_host()
         rows = max(int(n_sweeps), 1)
         host = energies.copy_to_host() if (measure and n_sweeps > 0) or self.track_diffusion else None
         if self.track_diffusion:
             self.last_diffusion = host[rows:rows + 2].astype(np.float64)
         out = host[:n_sweeps].astype(np.float64) if measure and n_sweeps > 0 else np.empty((0, W))
+        self.last_kernel_s = self._launch_events.seconds()  # the copies above waited for the kernel anyway
         proposed = n_sweeps * W * N
         return out, (self.last_accepted.sum() / proposed if proposed else 0.0)
+
+    last_kernel_s = None  # seconds the last sweep's kernel took on the device (CUDA events; None under the simulator)
 
     def __repr__(self):
         return (f"CudaBosonSweeper({self.system!r}, W={self.walkers.n_walkers}, sampler={self.sampler!r}, "

@@ -55,3 +55,26 @@ def device_twin(dispatcher, namespace: dict, device_kw: dict):
     clone.__qualname__ = f"{f.__qualname__}[cuda]"
     clone.__doc__ = f.__doc__
     return _numba_cuda().jit(**device_kw)(clone)
+
+
+class LaunchEvents:
+    """Two CUDA events around a sweeper's launches: ``start()`` before, ``stop()`` after, then (once the host has
+    waited for the work anyway) ``seconds()`` gives the kernels' own time, the run profile's "sampling". Under the
+    simulator, whose events time nothing, they do nothing and ``seconds()`` is None."""
+
+    def __init__(self):
+        self._pair = None if simulated() else (_numba_cuda().event(), _numba_cuda().event())
+
+    def start(self) -> None:
+        if self._pair:
+            self._pair[0].record()
+
+    def stop(self) -> None:
+        if self._pair:
+            self._pair[1].record()
+
+    def seconds(self):
+        if not self._pair:
+            return None
+        self._pair[1].synchronize()
+        return self._pair[0].elapsed_time(self._pair[1]) / 1000.0
