@@ -247,8 +247,9 @@ def _add_method_options(p, system_class):
     p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None, help="kernel backend (default auto)")
     p.add_argument("--dtype", choices=["float64", "float32"], default=None,
                    help="floating-point type of the GPU kernels (default float64)")
-    p.add_argument("--measure-density", dest="density_histogram", choices=["x", "y", "z", "r", "rho"], default=None,
-                   help="measure the one-body density along x, y or z, of r, or of rho (2D radius); 'density' in the JSON")
+    p.add_argument("--measure-density", dest="density_histogram", choices=["x", "y", "z", "r", "rho", "pair"],
+                   default=None, help="measure the one-body density along x, y or z, of r, or of rho (2D radius), or "
+                   "the distribution of pair distances (pair); 'density' in the JSON")
     p.add_argument("--density-every", dest="density_every", type=_positive_int, default=None,
                    help="sweeps (DMC steps) between density samples (default 1)")
     p.add_argument("--analysis", choices=["sync", "async"], default=None,

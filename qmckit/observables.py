@@ -3,7 +3,9 @@
 :class:`DensityHistogram` accumulates the one-body density along one coordinate (``"x"``,
 ``"y"``, ``"z"``: P(x), normalised so that ∫ P dx = 1, the quantity of study 002's Fig. 7.8),
 the radial density (``"r"``: n(r) with ∫ 4π r² n(r) dr = 1) or the cylindrical density
-(``"rho"``: n(ρ) integrated over z, with ∫ 2π ρ n(ρ) dρ = 1). Histograms are collected per block;
+(``"rho"``: n(ρ) integrated over z, with ∫ 2π ρ n(ρ) dρ = 1), or the distribution of the distance between
+two particles (``"pair"``: P(r₁₂) over all pairs, with ∫ P dr = 1; O(N²) per walker, the heavy analysis of study
+004). Histograms are collected per block;
 the error bars are the standard errors of the block histograms, so blocks should be longer than
 the correlation time. In DMC the walkers sample the mixed distribution ψ_T ψ₀, so the density is
 a mixed estimate.
@@ -15,7 +17,7 @@ import math
 import numba as nb
 import numpy as np
 
-KINDS = ("x", "y", "z", "r", "rho")
+KINDS = ("x", "y", "z", "r", "rho", "pair")
 
 
 @nb.njit(cache=True)
@@ -36,11 +38,30 @@ def _accumulate(positions, weights, kind, lo, hi, counts):
                 counts[k] += weights[w]
 
 
+@nb.njit(cache=True, nogil=True)
+def _accumulate_pairs(positions, weights, lo, hi, counts):
+    """Every pair distance |r_i − r_l| (i < l) of every walker into ``counts`` (releases the GIL: an analysis thread
+    runs it beside the sampler)."""
+    W, N, d = positions.shape
+    nbins = counts.shape[0]
+    scale = nbins / (hi - lo)
+    for w in range(W):
+        for i in range(N):
+            for l in range(i + 1, N):
+                s = 0.0
+                for c in range(d):
+                    t = positions[w, i, c] - positions[w, l, c]
+                    s += t * t
+                k = int(math.floor((math.sqrt(s) - lo) * scale))
+                if 0 <= k < nbins:
+                    counts[k] += weights[w]
+
+
 class DensityHistogram:
     """Per-block histograms of one coordinate of every particle.
 
     kind   one of ``KINDS``;  bins  number of bins;  upper  histogram range [−upper, upper] for
-    x/y/z and [0, upper] for r/rho, in the system's length unit.
+    x/y/z and [0, upper] for r/rho/pair, in the system's length unit.
     """
 
     def __init__(self, kind: str = "x", bins: int = 60, upper: float = 4.0):
@@ -51,7 +72,7 @@ class DensityHistogram:
         if not (upper > 0 and math.isfinite(upper)):
             raise ValueError(f"density_range must be positive, got {upper!r}")
         self.kind = kind
-        self.lo = 0.0 if kind in ("r", "rho") else -float(upper)
+        self.lo = 0.0 if kind in ("r", "rho", "pair") else -float(upper)
         self.hi = float(upper)
         self.edges = np.linspace(self.lo, self.hi, bins + 1)
         self._counts = np.zeros(bins)
@@ -65,6 +86,10 @@ class DensityHistogram:
         """Add every particle of every walker; ``positions`` (W, N, d), ``weights`` (W,)."""
         W, N, _ = positions.shape
         weights = np.ones(W) if weights is None else np.asarray(weights, dtype=float)
+        if self.kind == "pair":
+            _accumulate_pairs(positions, weights, self.lo, self.hi, self._counts)
+            self._total_weight += float(weights.sum()) * N * (N - 1) / 2
+            return
         _accumulate(positions, weights, KINDS.index(self.kind), self.lo, self.hi, self._counts)
         self._total_weight += float(weights.sum()) * N
 

@@ -81,7 +81,7 @@ class RunConfig:
     dtype: str = "float64"          # "float32" on the GPU only
     target_walkers: int | None = None
     dmc_equilibration: int | None = None
-    density: str | None = None      # one-body density: "x", "y", "z", "r" or "rho" (None: off)
+    density: str | None = None      # one-body density "x", "y", "z", "r" or "rho", or "pair" distances (None: off)
     density_bins: int = 60
     density_range: float | None = None  # histogram half-width / r_max (default 5 σ of the trap)
     density_every: int = 1              # sweeps between density samples
@@ -203,11 +203,11 @@ class RunConfig:
     def make_density(self, system) -> DensityHistogram | None:
         if self.density is None:
             return None
-        allowed = {1: ("x",), 2: ("x", "y", "rho")}.get(system.dim)
+        allowed = {1: ("x", "pair"), 2: ("x", "y", "rho", "pair")}.get(system.dim)
         if allowed is not None and self.density not in allowed:
             raise ValueError(f"density must be one of {', '.join(allowed)} for a {system.dim}-dimensional system"
                              f"{' (rho is the radial density there)' if system.dim == 2 else ''}, got {self.density!r}")
-        upper = self.density_range or system.density_range()
+        upper = self.density_range or system.density_range() * (2.0 if self.density == "pair" else 1.0)
         return DensityHistogram(self.density, self.density_bins, upper)
 
     def resolved_backend(self) -> str:

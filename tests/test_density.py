@@ -43,3 +43,19 @@ def test_radial_normalisation():
     assert np.sum(density * shells) == pytest.approx(1.0, abs=1e-3)
     with pytest.raises(ValueError, match="density must be one of"):
         DensityHistogram("theta")
+
+
+def test_the_pair_distance_distribution_of_non_interacting_bosons_is_maxwells():
+    # ψ² ∝ exp(−Σ r²) at α = ½, λ = 1: each coordinate of r_i − r_l is normal with variance 1, so |r_i − r_l| has the
+    # Maxwell distribution P(r) = √(2/π) r² e^{−r²/2}; compared bin by bin with its exact bin averages (CDF differences)
+    result = make_run(RunConfig(system="bec", params=dict(n=4, lam=1.0, a=0.0, alpha=0.5), walkers=100, steps=1000,
+                                seed=3, density="pair", density_bins=30)).run()
+    d = result["density"]
+    edges = np.array(d["edges"])
+    cdf = np.array([math.erf(x / np.sqrt(2)) - np.sqrt(2 / np.pi) * x * np.exp(-x * x / 2) for x in edges])
+    exact = np.diff(cdf) / np.diff(edges)
+    mean, error = np.array(d["density"]), np.array(d["error"])
+    assert edges[-1] == pytest.approx(2 * 5 / np.sqrt(2))  # twice the trap's range
+    assert np.sum(mean * np.diff(edges)) == pytest.approx(cdf[-1], abs=1e-3)  # normalised per pair
+    where = exact > 0.02
+    assert np.max(np.abs(mean[where] - exact[where]) / error[where]) < 4.0
