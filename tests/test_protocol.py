@@ -90,7 +90,7 @@ def test_a_registered_user_system_appears_in_the_cli_panels_and_runs(toy, capsys
     # capabilities it does not declare are refused up front, with one line
     with pytest.raises(ValueError, match="needs capability 'fixed_node'|capability 'gpu'"):
         RunConfig(system="toy1d", backend="cuda")
-    with pytest.raises(ValueError, match="^density must be one of x for a 1-dimensional system"):
+    with pytest.raises(ValueError, match="^density must be one of x, pair for a 1-dimensional system"):
         RunConfig(system="toy1d", density="y")
     dmc = make_run(RunConfig(system="toy1d", method="dmc", params=dict(alpha=0.6), walkers=50, steps=200, dt=0.02,
                              seed=1)).run()
