@@ -1,11 +1,13 @@
 """Helpers shared by the benchmark scripts. They run as ``python benchmarks/<script>.py``, so this folder
-is on ``sys.path`` and ``from _common import …`` works: flushing log lines, a wall-clock budget and the
-CPU's model name for the results files."""
+is on ``sys.path`` and ``from _common import …`` works: flushing log lines, a wall-clock budget, the CPU's model
+name and the path of a results file."""
 from __future__ import annotations
 
-import platform
+import os
 import time
 from pathlib import Path
+
+from qmckit.perf.run_profile import cpu_model  # noqa: F401  (the results files name the CPU)
 
 
 def log(*args):
@@ -27,12 +29,9 @@ class Budget:
         return time.perf_counter() - self.t0
 
 
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (``platform.processor()`` where there is none, else "?")."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
+def results_stem(name: str) -> Path:
+    """``$OUT/<name>`` (the device machine's output folder) or ``benchmarks/results/<name>``, the folder made; add the
+    suffixes .json and .md."""
+    out = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    return out / name

@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import results_stem  # noqa: E402
 from qmckit.perf.run_profile import device_description  # noqa: E402
 from qmckit.runs import RunConfig, make_run  # noqa: E402
 
@@ -82,9 +83,7 @@ def main() -> None:
               "device": device_description("cuda"), "host": device_description("cpu"),
               "command": "python benchmarks/analysis_masking_gpu.py " + " ".join(sys.argv[1:]),
               "config": base, "rows": rows}
-    target = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
-    target.mkdir(parents=True, exist_ok=True)
-    stem = target / f"analysis_masking_gpu_{record['date']}"
+    stem = results_stem(f"analysis_masking_gpu_{record['date']}")
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))
     lines = [f"# Load masking in the Run: pair distances on the CPU beside the GPU sampler ({record['date']})", "",
              f"Device: {record['device']}; host: {record['host']}. Command: `{record['command']}`. Bosons N = {args.n}, "

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import pickle
 import sys
 import warnings
@@ -26,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import qmckit  # noqa: E402
+from _common import results_stem  # noqa: E402
 from qmckit.perf.run_profile import format_profile  # noqa: E402
 from qmckit.runs import RunConfig, make_run  # noqa: E402
 
@@ -53,9 +53,7 @@ def main() -> None:
                       "wall_s": result["wall_s"], "energy": next(iter(result["estimates"].values()))}
         lines += [f"## {label}", "", "```", format_profile(result["profile"]), str(model), "```", ""]
         print("\n".join(lines[-5:-2]), flush=True)
-    target = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
-    target.mkdir(parents=True, exist_ok=True)
-    stem = target / f"gpu_run_profile_{date.today().isoformat()}"
+    stem = results_stem(f"gpu_run_profile_{date.today().isoformat()}")
     stem.with_suffix(".json").write_text(json.dumps(out, indent=1, default=str))
     stem.with_suffix(".md").write_text("\n".join(lines))
 

@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
-from _common import cpu_model, log  # noqa: E402
+from _common import cpu_model, log, results_stem  # noqa: E402
 
 CUSP = dict(cusp=True, jastrow_en=False)
 TWINS = [("h2o/cc-pvdz, cusp, polynomial Jastrow, VMC", dict(xyz="h2o", basis="cc-pvdz", c_ee2=0.2, c_en3=-0.1) | CUSP,
@@ -261,9 +261,7 @@ def main() -> None:
     if "dmc" not in skip:
         record["dmc"] = [dmc_through_run("cuda", *dmc_sizes[0], cores), dmc_through_run("cpu", *dmc_sizes[1], cores)]
     record["wall_s"] = time.perf_counter() - t_start
-    out = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"molecule_gpu_{args.tag}_{record['date']}"
+    stem = results_stem(f"molecule_gpu_{args.tag}_{record['date']}")
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))
     stem.with_suffix(".md").write_text(markdown(record))
     log(markdown(record))

@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 
-from _common import cpu_model, log
+from _common import cpu_model, log, results_stem
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -197,7 +197,7 @@ def markdown(record: dict) -> str:
         if "history" in r:
             lines.append(f"- {r['code']}: " + ", ".join(f"{h['energy']:.3f}" for h in r["history"]))
         if "params" in r:
-            lines.append(f"  - returned: " + ", ".join(f"{k} = {v:.4f}" for k, v in r["params"].items())
+            lines.append("  - returned: " + ", ".join(f"{k} = {v:.4f}" for k, v in r["params"].items())
                          + f"; correlated-sampling E = {r['correlated']['mean']:.4f} ± {r['correlated']['error']:.4f}"
                          + f"; {r['samples_total']} samples in all; stopped: {r['stopped']}")
     if record.get("note"):
@@ -234,9 +234,7 @@ def main() -> None:
     record = {"benchmark": "optimize_molecule_pyqmc", "date": date.today().isoformat(), "machine": cpu_model(),
               "cores": os.cpu_count(), "python": platform.python_version(), "command": command, "jobs": args.jobs,
               "walkers": args.walkers, "vmc_steps": args.vmc_steps, "rows": rows}
-    out = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"optimize_molecule_pyqmc_{record['date']}"
+    stem = results_stem(f"optimize_molecule_pyqmc_{record['date']}")
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))
     stem.with_suffix(".md").write_text(markdown(record))
     log(f"written {stem}.json and .md")

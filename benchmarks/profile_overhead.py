@@ -22,10 +22,9 @@ import os
 import platform
 import time
 from datetime import date
-from pathlib import Path
 
 import numpy as np
-from _common import cpu_model
+from _common import cpu_model, results_stem
 
 from qmckit.perf.run_profile import NullTimer, RunTimer, timed_sweep
 from qmckit.runs import RunConfig, make_run
@@ -91,9 +90,7 @@ def main() -> None:
               "cores": os.cpu_count(), "python": platform.python_version(),
               "command": f"python benchmarks/profile_overhead.py --reps {args.reps}", "limit": 0.01,
               "entry_cost_s": cost, "rows": rows}
-    out = Path(os.environ.get("OUT") or Path(__file__).parent / "results")
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"profile_overhead_{record['date']}"
+    stem = results_stem(f"profile_overhead_{record['date']}")
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))
     lines = [f"# What the phase timers cost ({record['date']})", "",
              f"Machine: {record['machine']}, {record['cores']} cores, Python {record['python']}. Command: "

@@ -117,15 +117,21 @@ def device_description(backend: str) -> str:
         except Exception:  # noqa: BLE001  (the simulator, or no driver: say what ran)
             return "CUDA (simulator)" if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" else "CUDA"
     import numba
+
+    return f"{cpu_model()}, {numba.get_num_threads()} numba threads"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo; ``platform.processor()`` or the machine type where there is none)."""
     import platform
 
-    model = platform.processor() or "CPU"
+    model = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
             model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
     except OSError:
         pass
-    return f"{model}, {numba.get_num_threads()} numba threads"
+    return model
 
 
 def profile_dict(timer: RunTimer, wall_s: float, device: str) -> dict:

@@ -68,13 +68,9 @@ def pull(value: float, error: float, ref_value: float, ref_error: float = 0.0) -
 
 def machine() -> dict:
     """Where a report was produced: host, CPU model, cores, date (UTC), Python."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": model, "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    from ..perf.run_profile import cpu_model
+
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "python": platform.python_version()}
 
 
