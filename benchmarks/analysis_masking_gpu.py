@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Load masking in qmckit's own Run (issue 31): trapped bosons sampled on the GPU while the CPU histograms the
+"""Load masking in qmckit's own Run (issue 31): trapped bosons and liquid ⁴He sampled on the GPU while the CPU histograms the
 distribution of pair distances (O(N²) per walker), synchronously and with ``analysis="async"``, over analysis
 periods m (``density_every``); each async/sync wall-time ratio against the modified Amdahl model's prediction from the
 sync run's own profile.
@@ -7,15 +7,19 @@ sync run's own profile.
 Model (study 004, Eqs. 11 and 13, per analysis period): the sync run spends t_G (the sampling of m sweeps and its
 copies) then t_A (one histogram); the async run spends max(t_G, t_A). From the sync run's profile, with n histograms,
 
-    T_async ≈ T_sync − n · min(t̄_G, t̄_A),    t̄_G = (sampling + transfers)/n,  t̄_A = density/n,
+    T_async ≈ T_sync − (n − b) · min(t̄_G, t̄_A),    t̄_G = (sampling + transfers)/n,  t̄_A = density/n,
 
-and the predicted ratio is T_async/T_sync. The runs also check that async gives the sync estimates and density bit
+where b is the number of blocks: the run waits for the histogram at the end of each block (so that the block's
+density is complete when it is recorded and checkpointed), and that last histogram of a block overlaps nothing. The
+predicted ratio is T_async/T_sync; the runs here are one block each, as a long production block is. The runs also check that async gives the sync estimates and density bit
 for bit.
 
-    python benchmarks/analysis_masking_gpu.py [--n 500 --walkers 2048 --steps 256 --every 1,4,16,64]
+    python benchmarks/analysis_masking_gpu.py [--n 500 --walkers 512 --steps 128 --every 16,64]
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/analysis_masking_gpu.py --smoke     # the script under the simulator
 
-Writes $OUT (or benchmarks/results)/analysis_masking_gpu_<date>.{json,md}.
+The same runs for liquid ⁴He (N = 64, minimum-image pair distances), and the shortest period of each on the
+host's CPU cores (the CPU figure of the same run). Writes $OUT (or benchmarks/results)/
+analysis_masking_gpu_<cases>_<date>.{json,md}.
 """
 from __future__ import annotations
 
@@ -30,69 +34,117 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+
 from _common import results_stem  # noqa: E402
 from qmckit.perf.run_profile import device_description  # noqa: E402
 from qmckit.runs import RunConfig, make_run  # noqa: E402
 
 
-def predicted_ratio(profile: dict) -> float:
-    """T_async/T_sync from the sync run's phases (see the module docstring)."""
+def predicted_ratio(profile: dict, blocks: int) -> float:
+    """T_async/T_sync from the sync run's phases over ``blocks`` blocks (see the module docstring)."""
     phases = profile["phases"]
     n = phases["density"]["calls"]
     t_g = (phases["sampling"]["seconds"] + phases.get("transfers", {}).get("seconds", 0.0)) / n
     t_a = phases["density"]["seconds"] / n
-    return (profile["total_s"] - n * min(t_g, t_a)) / profile["total_s"]
+    return (profile["total_s"] - (n - blocks) * min(t_g, t_a)) / profile["total_s"]
+
+
+def cases(args) -> dict:
+    """The runs, by name: BEC N bosons (pair distances, O(N²) per walker) and liquid ⁴He (minimum-image pair
+    distances, g(r)'s histogram), both VMC on the GPU."""
+    bec = dict(system="bec", params=dict(n=args.n, lam=8 ** 0.5, a=0.00433, alpha=0.5), walkers=args.walkers,
+               steps=args.steps, equilibration=20, seed=5, density="pair", density_bins=100)
+    bec["every"] = args.every
+    helium = dict(every=args.helium_every, system="helium", params=dict(n=args.helium_n), sampler="gauss", step=0.81, target_acceptance=0.37,
+                  walkers=args.helium_walkers, steps=args.steps, equilibration=20, seed=7, density="pair",
+                  density_bins=100)
+    if args.smoke:
+        bec.update(params=dict(n=4, lam=8 ** 0.5, a=0.00433, alpha=0.5), walkers=4, steps=4, equilibration=2)
+        helium.update(params=dict(n=8), walkers=2, steps=4, equilibration=2)
+    return {f"helium N = {helium['params']['n']}": helium, f"bec N = {bec['params']['n']}": bec}
+
+
+def timed_pair(base: dict, backend: str, m: int, reps: int) -> dict:
+    """The sync and async runs of ``base`` with the histogram every ``m`` sweeps, ``reps`` times each, interleaved (so
+    that a drift of the host's speed hits both): one row with the median wall times, their ratio, and the model's
+    ratio from the profile of the median sync run."""
+    walls, results = {"sync": [], "async": []}, {"sync": [], "async": []}
+    for _ in range(reps):
+        for mode in ("sync", "async"):
+            run = make_run(RunConfig(**base, backend=backend, density_every=m, block=base["steps"], analysis=mode))
+            t0 = time.perf_counter()
+            results[mode].append(run.run())
+            walls[mode].append(time.perf_counter() - t0)
+
+    def numbers(result):  # as text, where NaN equals NaN (a one-block run has no error bars)
+        return json.dumps([result["estimates"], result["density"]], sort_keys=True)
+
+    same = len({numbers(r) for mode in results for r in results[mode]}) == 1
+    median = {mode: float(np.median(walls[mode])) for mode in walls}
+    middle = results["sync"][int(np.argsort(walls["sync"])[len(walls["sync"]) // 2])]
+    ratio = median["async"] / median["sync"]
+    model = predicted_ratio(middle["profile"], blocks=1)
+    return {"backend": backend, "m": m, "reps": reps, "same_numbers": same, "sync_s": median["sync"],
+            "async_s": median["async"], "sync_walls": walls["sync"], "async_walls": walls["async"], "ratio": ratio,
+            "model": model, "agreement": ratio / model - 1.0, "sync_profile": middle["profile"],
+            "async_profiles": [r["profile"] for r in results["async"]]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500, help="bosons")
-    parser.add_argument("--walkers", type=int, default=2048)
-    parser.add_argument("--steps", type=int, default=256, help="measured sweeps per run")
-    parser.add_argument("--every", default="1,4,16,64", help="analysis periods m (density_every)")
+    parser.add_argument("--walkers", type=int, default=512)
+    parser.add_argument("--helium-n", type=int, default=64, help="helium atoms")
+    parser.add_argument("--helium-walkers", type=int, default=4224)
+    parser.add_argument("--steps", type=int, default=128, help="measured sweeps per run")
+    parser.add_argument("--every", default="16,64", help="the bosons' analysis periods m (density_every)")
+    parser.add_argument("--helium-every", default="1,4,16", help="helium's analysis periods m")
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds; no new run starts after them")
+    parser.add_argument("--cases", default="helium,bec", help="which runs: helium, bec (comma-separated)")
+    parser.add_argument("--reps", type=int, default=3, help="runs of each mode on the GPU, medians quoted (the CPU "
+                        "rows: one)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, e.g. under the CUDA simulator")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     if args.smoke:
-        args.n, args.walkers, args.steps, args.every = 4, 4, 4, "1,2"
+        args.every = args.helium_every = "1,2"
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         from qmckit import runs
 
         runs.cuda_available = lambda system, sampler="drift": True  # the simulator stands in for the GPU
-    base = dict(system="bec", params=dict(n=args.n, lam=8 ** 0.5, a=0.00433, alpha=0.5), backend="cuda",
-                walkers=args.walkers, steps=args.steps, equilibration=20, seed=5, density="pair", density_bins=100)
-    make_run(RunConfig(**{**base, "steps": 2, "equilibration": 2})).run()  # compile
+    start = time.perf_counter()
     rows = []
-    for m in (int(x) for x in args.every.split(",")):
-        out = {}
-        for mode in ("sync", "async"):
-            run = make_run(RunConfig(**base, density_every=m, block=max(m, args.steps // 4), analysis=mode))
-            t0 = time.perf_counter()
-            out[mode] = run.run()
-            out[mode]["measured_wall_s"] = time.perf_counter() - t0
-        same = out["sync"]["estimates"] == out["async"]["estimates"] and out["sync"]["density"] == out["async"]["density"]
-        ratio = out["async"]["measured_wall_s"] / out["sync"]["measured_wall_s"]
-        model = predicted_ratio(out["sync"]["profile"])
-        rows.append({"m": m, "same_numbers": same, "sync_s": out["sync"]["measured_wall_s"],
-                     "async_s": out["async"]["measured_wall_s"], "ratio": ratio, "model": model,
-                     "agreement": ratio / model - 1.0, "sync_profile": out["sync"]["profile"],
-                     "async_profile": out["async"]["profile"]})
-        print(f"m = {m}: sync {rows[-1]['sync_s']:.3f} s, async {rows[-1]['async_s']:.3f} s, ratio {ratio:.3f}, "
-              f"model {model:.3f}, same numbers {same}", flush=True)
+    chosen = {name: base for name, base in cases(args).items() if name.split()[0] in args.cases.split(",")}
+    for name, base in chosen.items():
+        periods = [int(x) for x in base.pop("every").split(",")]
+        make_run(RunConfig(**{**base, "steps": 2, "equilibration": 2}, backend="cuda")).run()  # compile
+        # the CPU figure of the same run: every core of the host, the shortest period (the heaviest analysis)
+        for backend, m in [("cuda", m) for m in periods] + [("cpu", periods[0])]:
+            if time.perf_counter() - start > args.budget:
+                print(f"budget spent: {name} {backend} m = {m} not run", flush=True)
+                continue
+            rows.append({"case": name, **timed_pair(base, backend, m, args.reps if backend == "cuda" else 1)})
+            r = rows[-1]
+            print(f"{name} {backend} m = {m}: sync {r['sync_s']:.3f} s, async {r['async_s']:.3f} s, ratio "
+                  f"{r['ratio']:.3f}, model {r['model']:.3f}, same numbers {r['same_numbers']}", flush=True)
     record = {"benchmark": "analysis_masking_gpu", "date": date.today().isoformat(),
               "device": device_description("cuda"), "host": device_description("cpu"),
               "command": "python benchmarks/analysis_masking_gpu.py " + " ".join(sys.argv[1:]),
-              "config": base, "rows": rows}
-    stem = results_stem(f"analysis_masking_gpu_{record['date']}")
+              "config": {name: cases(args)[name] for name in chosen}, "rows": rows}
+    stem = results_stem(f"analysis_masking_gpu_{'_'.join(args.cases.split(','))}_{record['date']}")
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))
     lines = [f"# Load masking in the Run: pair distances on the CPU beside the GPU sampler ({record['date']})", "",
-             f"Device: {record['device']}; host: {record['host']}. Command: `{record['command']}`. Bosons N = {args.n}, "
-             f"{args.walkers} walkers, {args.steps} sweeps, the pair-distance histogram every m sweeps.", "",
-             "| m | sync (s) | async (s) | async/sync | model | measured/model − 1 | same numbers |",
-             "|---:|---:|---:|---:|---:|---:|---|"]
+             f"Device: {record['device']}; host: {record['host']}. Command: `{record['command']}`. "
+             f"{args.steps} measured sweeps a run, one block, the pair-distance histogram every m sweeps; medians of "
+             f"{args.reps} interleaved runs of each mode on the GPU; the cpu rows are the same runs on the host's cores "
+             "(one run each).", "",
+             "| case | backend | m | runs | sync (s) | async (s) | async/sync | model | measured/model − 1 | "
+             "same numbers |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        lines.append(f"| {r['m']} | {r['sync_s']:.3f} | {r['async_s']:.3f} | {r['ratio']:.3f} | {r['model']:.3f} | "
-                     f"{100 * r['agreement']:+.1f} % | {r['same_numbers']} |")
+        lines.append(f"| {r['case']} | {r['backend']} | {r['m']} | {r['reps']} | {r['sync_s']:.3f} | "
+                     f"{r['async_s']:.3f} | {r['ratio']:.3f} | {r['model']:.3f} | {100 * r['agreement']:+.1f} % | "
+                     f"{r['same_numbers']} |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 

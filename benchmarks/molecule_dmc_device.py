@@ -58,6 +58,22 @@ def hf_node_reference(name):
     return None if not entry else tuple(entry["casino"])
 
 
+def run_rate(params, dt, backend, walkers, steps, args) -> dict:
+    """Walker-steps per second of a whole DMC Run (``steps`` measured steps after 20 VMC sweeps and 20 DMC steps; a
+    two-step run first, so that compilation stays out): walkers × (steps + 20) / wall."""
+    from qmckit.runs import RunConfig, make_run
+
+    config = dict(system="molecule", params=params, method="dmc", backend=backend, walkers=walkers, dt=dt,
+                  equilibration=20, dmc_equilibration=20, seed=args.seed, nuclear_moves=args.nuclear_moves,
+                  effective_time_step=args.effective_time_step)
+    make_run(RunConfig(**config, steps=2)).run()
+    start = time.perf_counter()
+    result = make_run(RunConfig(**config, steps=steps)).run()
+    wall = time.perf_counter() - start
+    return {"backend": backend, "walkers": walkers, "steps": steps, "dt": dt, "wall_s": wall,
+            "walker_steps_per_s": walkers * (steps + 20) / wall, "profile": result["profile"]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--walkers", type=int, default=2000)
@@ -73,6 +89,8 @@ def main():
     parser.add_argument("--cusp", action="store_true",
                         help="cusp-corrected orbitals (qmckit.systems.gaussian_cusp) instead of the e–n Jastrow factor")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
+    parser.add_argument("--rates", default="", help="GPU_W:GPU_STEPS,CPU_W:CPU_STEPS: after the series, the whole Run's "
+                        "walker-steps/s at each system's smallest Δτ on backend cuda and on all CPU cores, in this run")
     args = parser.parse_args()
     plan = parse_plan(args.plan)
     if args.write_rhf_cache:
@@ -133,8 +151,25 @@ def main():
                      f"HF-node ref {ref[0] if ref else '–'}, exact {exact if exact else '–'} | | | |")
     if skipped:
         lines.append(f"\nskipped for the budget: {skipped}")
+    rates = []
+    if args.rates:
+        (gw, gs), (cw, cs) = ([int(x) for x in part.split(":")] for part in args.rates.split(","))
+        for name, basis, dts in plan:
+            params = {"xyz": GEOMETRY.get(name, name), "basis": basis} | (
+                {"cusp": True, "jastrow_en": False} if args.cusp else {})
+            pair = [run_rate(params, min(dts), "cuda", gw, gs, args), run_rate(params, min(dts), "cpu", cw, cs, args)]
+            rates.append({"system": f"{name}/{basis}", "runs": pair,
+                          "speedup": pair[0]["walker_steps_per_s"] / pair[1]["walker_steps_per_s"]})
+        lines += ["", "Speed of the whole Run (DMC, compilation outside; walker-steps/s = walkers × (steps + 20 "
+                  "DMC equilibration steps) / wall, 20 VMC sweeps included), in this run:", "",
+                  "| system | Δτ | backend | walkers | steps | wall | walker-steps/s |", "|---|---:|---|---:|---:|---:|---:|"]
+        for r in rates:
+            for x in r["runs"]:
+                lines.append(f"| {r['system']} | {x['dt']} | {x['backend']} | {x['walkers']} | {x['steps']} | "
+                             f"{x['wall_s']:.1f} s | {x['walker_steps_per_s']:.3e} |")
+            lines.append(f"| {r['system']} | | GPU / {numba.get_num_threads()} cores | | | | **{r['speedup']:.1f}×** |")
     out = {"date": date.today().isoformat(), "args": vars(args), "cores": os.cpu_count(),
-           "numba_threads": numba.get_num_threads(), "points": points, "fits": fits, "skipped": skipped,
+           "numba_threads": numba.get_num_threads(), "points": points, "fits": fits, "skipped": skipped, "rates": rates,
            "markdown": "\n".join(lines)}
     OUT.mkdir(parents=True, exist_ok=True)
     stem = f"molecule_dmc_{out['date']}" + (f"_{args.tag}" if args.tag else "")

@@ -7,15 +7,20 @@ CPU twin and against the host's CPU cores, in one run.
    H2O/cc-pVDZ with cusp-corrected orbitals and the polynomial Jastrow (drift, VMC), and Ne/cc-pVTZ fixed-node with
    the moves near the nucleus.
 2. **VMC throughput**: walker-steps per second (one walker-step = every electron proposed once, drift–diffusion with
-   exact Metropolis–Hastings, plus one local energy) for H2O/cc-pVDZ, H2O/cc-pVTZ and Ne/cc-pVTZ (cusp-corrected
-   orbitals, e–e Padé Jastrow), on the GPU over walker counts (median of ``--reps`` launches after a warm-up
-   launch; the launch is timed to its end by synchronising) and on the host CPU with 1 and all numba threads
-   (``VMC.sweep``, median of ``--reps``).
-3. **DMC through the Run**: ``make_run(RunConfig(system="molecule", method="dmc", backend=…))`` for H2O/cc-pVDZ
-   (cusp) on the GPU and on all CPU cores: DMC steps per second and walker-steps per second (the Run's wall time,
-   branching and estimators included).
+   exact Metropolis–Hastings, plus one local energy) for ``--molecules`` (default H2O/cc-pVDZ, H2O/cc-pVTZ and
+   Ne/cc-pVTZ) in each of ``--forms`` (cusp: cusp-corrected orbitals; plain: RHF orbitals; both with the e–e Padé
+   Jastrow only), on the GPU over walker counts (median of ``--reps`` launches after a warm-up launch; the launch is
+   timed to its end by synchronising) and on the host CPU with 1 and all numba threads (``VMC.sweep``, median of
+   ``--reps``). A molecule whose nuclei, orbitals and basis exceed the kernels' constant memory is recorded as not
+   fitting. ``--roofline`` adds the orbital phase against study 001's batched-GEMM roofline and cuBLAS
+   (:func:`orbital_roofline`).
+3. **DMC through the Run**: ``make_run(RunConfig(system="molecule", method="dmc", backend=…))`` for
+   ``--dmc-molecules`` (default H2O/cc-pVDZ, with cusp-corrected orbitals where ``--forms`` has cusp) on the GPU and
+   on all CPU cores: DMC steps per second and walker-steps per second (the Run's wall time, branching and estimators
+   included).
 
     python benchmarks/molecule_gpu.py [--rhf-cache .rhf_cache_device.pkl] [--tag h100]
+    python benchmarks/molecule_gpu.py --molecules acetic-acid/cc-pvdz,benzene/cc-pvdz --forms plain --skip twins
 
 ``--rhf-cache`` loads RHF solutions pickled on a machine with PySCF (the GPU host has none). Writes
 $OUT (or benchmarks/results)/molecule_gpu_<tag>_<date>.{json,md}.
@@ -44,8 +49,10 @@ TWINS = [("h2o/cc-pvdz, cusp, polynomial Jastrow, VMC", dict(xyz="h2o", basis="c
           False, False, 256, 3),
          ("ne/cc-pvtz, cusp, fixed node, moves near the nucleus", dict(xyz="ne", basis="cc-pvtz") | CUSP, True, True,
           128, 2)]
-THROUGHPUT = [("h2o", "cc-pvdz"), ("h2o", "cc-pvtz"), ("ne", "cc-pvtz")]
-DT = {"h2o": 0.02, "ne": 0.01}
+THROUGHPUT = "h2o/cc-pvdz,h2o/cc-pvtz,ne/cc-pvtz"
+DT = {"h2o": 0.02, "ne": 0.01}  # VMC time steps, bohr²/ħ-ish (E_h⁻¹); other molecules: DT_DEFAULT
+DT_DEFAULT = 0.01
+FORMS = {"cusp": CUSP, "plain": dict(cusp=False, jastrow_en=False)}  # plain: RHF orbitals and the e–e Padé factor
 
 
 def walkers_for(system, W, seed):
@@ -83,17 +90,21 @@ def twin(label, params, fixed_node, nuclear, W, sweeps) -> dict:
     return row
 
 
-def gpu_throughput(xyz, basis, walker_counts, reps) -> list:
+def gpu_throughput(xyz, basis, walker_counts, reps, form="cusp") -> list:
     from numba import cuda
 
     from qmckit.backends import cuda_atom
     from qmckit.backends.cuda_molecule import CudaMoleculeSweeper
     from qmckit.systems.molecule import Molecule
 
-    system = Molecule(xyz=xyz, basis=basis, **CUSP)
+    system = Molecule(xyz=xyz, basis=basis, **FORMS[form])
+    if not CudaMoleculeSweeper.fits(system):
+        log(f"gpu {xyz}/{basis} ({form}): {CudaMoleculeSweeper.frozen_bytes(system)} bytes of constants do not fit")
+        return [{"molecule": f"{xyz}/{basis}", "form": form, "n_basis": system.n_basis, "walkers": None,
+                 "fits": False, "frozen_bytes": CudaMoleculeSweeper.frozen_bytes(system)}]
     rows = []
     for W in walker_counts:
-        sweeper = CudaMoleculeSweeper(system, walkers_for(system, W, 7), sampler="drift", dt=DT[xyz])
+        sweeper = CudaMoleculeSweeper(system, walkers_for(system, W, 7), sampler="drift", dt=DT.get(xyz, DT_DEFAULT))
         sweeper.sweep(20, measure=False)  # compile (first W only) and equilibrate a little
         n = 2
         while True:  # a launch of at least 0.2 s
@@ -113,7 +124,8 @@ def gpu_throughput(xyz, basis, walker_counts, reps) -> list:
         e = energies.copy_to_host()[:n, :W]  # the device block has capacity columns beyond W
         med = float(np.median(times))
         k = sweeper._k["sweep"]
-        rows.append({"molecule": f"{xyz}/{basis}", "n_basis": system.n_basis, "walkers": W, "sweeps": n,
+        rows.append({"molecule": f"{xyz}/{basis}", "form": form, "electrons": system.n_particles,
+                     "n_basis": system.n_basis, "walkers": W, "sweeps": n,
                      "times_s": times, "median_s": med, "walker_steps_per_s": W * n / med,
                      "energy_mean": float(e.mean()), "registers": cuda_atom._regs(k),
                      "local_bytes": cuda_atom._local_bytes(k)})
@@ -122,16 +134,63 @@ def gpu_throughput(xyz, basis, walker_counts, reps) -> list:
     return rows
 
 
-def cpu_throughput(xyz, basis, threads, reps) -> dict:
+def orbital_roofline(row: dict, reps: int) -> dict:
+    """The orbital phase of a measured VMC row against the roofline of study 001's batched orbital GEMM.
+
+    Per walker-step each of the N electrons is proposed once, and the move evaluates its value, gradient and
+    Laplacian rows (5 quantities) of all n = N/2 occupied orbitals from the K basis functions: 2·5·N·K·n flops, the
+    flops of 001's product A (M = W·5·N, K) × C (K, n) per walker-step of W walkers. Our kernel fuses that product
+    into the move (the basis rows never reach memory), so its orbital flop rate is bounded below by the whole step's:
+    walker-steps/s × 2·5·N·K·n (the step also evaluates the basis functions, the Jastrow factor, the determinant
+    updates and E_L). The roofline is that of the unfused product: min(FP64 peak, arithmetic intensity × HBM
+    bandwidth) (``orbital_gemm_device.roofline_gflops``), and cuBLAS's DGEMM (CuPy) of the same product, timed here
+    on random operands, shows what a library reaches on it."""
+    from numba import cuda
+
+    from orbital_gemm_device import device_info, flops, roofline_gflops
+
+    dev = device_info(cuda)
+    N, K, W = row["electrons"], row["n_basis"], row["walkers"]
+    n, M = N // 2, W * 5 * N
+    achieved = row["walker_steps_per_s"] * flops(5 * N, K, n) / 1e9
+    roof, intensity = roofline_gflops("f64", M, K, n, dev)
+    out = {"molecule": row["molecule"], "form": row["form"], "walkers": W, "M": M, "K": K, "N": n,
+           "flops_per_walker_step": flops(5 * N, K, n), "fused_gflops_lower_bound": achieved,
+           "roofline_gflops": roof, "intensity_flop_per_byte": intensity, "fraction_of_roofline_lower_bound":
+           achieved / roof, "peak_f64_gflops": dev["peak_gflops"]["f64"], "hbm_gb_s": dev["peak_hbm_gb_s"]}
+    try:
+        import cupy
+
+        rng = cupy.random.default_rng(1)
+        A, C = rng.standard_normal((M, K)), rng.standard_normal((K, n))
+        cupy.matmul(A, C)
+        times = []
+        for _ in range(max(reps, 5)):
+            cupy.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            cupy.matmul(A, C)
+            cupy.cuda.Device().synchronize()
+            times.append(time.perf_counter() - t0)
+        out["cublas_gflops"] = flops(M, K, n) / float(np.median(times)) / 1e9
+        out["cublas_fraction_of_roofline"] = out["cublas_gflops"] / roof
+        del A, C
+    except Exception as error:  # noqa: BLE001  (no CuPy, or no room: the bound stands alone)
+        out["cublas_error"] = repr(error)
+    log(f"orbital phase {row['molecule']} ({row['form']}) W={W}: ≥ {achieved:.0f} GFLOP/s fused, roofline "
+        f"{roof:.0f} ({achieved / roof:.1%}), cuBLAS {out.get('cublas_gflops', float('nan')):.0f}")
+    return out
+
+
+def cpu_throughput(xyz, basis, threads, reps, form="cusp") -> dict:
     import numba
 
     from qmckit.methods.vmc import VMC
     from qmckit.systems.molecule import Molecule
 
-    system = Molecule(xyz=xyz, basis=basis, **CUSP)
+    system = Molecule(xyz=xyz, basis=basis, **FORMS[form])
     numba.set_num_threads(threads)
     W = 32 * threads
-    vmc = VMC(system, walkers_for(system, W, 7), sampler="drift", dt=DT[xyz])
+    vmc = VMC(system, walkers_for(system, W, 7), sampler="drift", dt=DT.get(xyz, DT_DEFAULT))
     vmc.sweep(5, measure=False)
     n = 2
     while True:
@@ -147,19 +206,20 @@ def cpu_throughput(xyz, basis, threads, reps) -> dict:
         vmc.sweep(n, measure=True)
         times.append(time.perf_counter() - t0)
     med = float(np.median(times))
-    row = {"molecule": f"{xyz}/{basis}", "threads": threads, "walkers": W, "sweeps": n, "times_s": times,
+    row = {"molecule": f"{xyz}/{basis}", "form": form, "threads": threads, "walkers": W, "sweeps": n, "times_s": times,
            "median_s": med, "walker_steps_per_s": W * n / med}
     log(f"cpu {xyz}/{basis} {threads} threads: {row['walker_steps_per_s']:.3e} walker-steps/s")
     return row
 
 
-def dmc_through_run(backend, walkers, steps, threads) -> dict:
+def dmc_through_run(backend, walkers, steps, threads, molecule="h2o/cc-pvdz", form="cusp") -> dict:
     import numba
 
     from qmckit.runs import RunConfig, make_run
 
     numba.set_num_threads(threads)
-    config = RunConfig(system="molecule", params=dict(xyz="h2o", basis="cc-pvdz") | CUSP, method="dmc",
+    xyz, basis = molecule.split("/")
+    config = RunConfig(system="molecule", params=dict(xyz=xyz, basis=basis) | FORMS[form], method="dmc",
                        backend=backend, walkers=walkers, steps=steps, equilibration=50, dmc_equilibration=50,
                        dt=0.005, seed=3)
     make_run(dataclasses.replace(config, steps=2, equilibration=2, dmc_equilibration=2)).run()  # compiles the kernels
@@ -169,7 +229,8 @@ def dmc_through_run(backend, walkers, steps, threads) -> dict:
     wall = time.perf_counter() - t0
     e = result["estimates"]["energy"]
     total_steps = steps + 50  # DMC steps (the VMC equilibration sweeps are counted apart)
-    row = {"backend": backend, "threads": threads, "walkers": walkers, "dmc_steps": total_steps, "wall_s": wall,
+    row = {"molecule": molecule, "form": form, "backend": backend, "threads": threads, "walkers": walkers,
+           "dmc_steps": total_steps, "wall_s": wall,
            "dmc_steps_per_s": total_steps / wall, "walker_steps_per_s": total_steps * walkers / wall,
            "energy": {"mean": e["mean"], "error": e["error"]}, "tau_eff": result["tau_eff"],
            "walkers_final": result["walkers_final"]}
@@ -180,7 +241,7 @@ def dmc_through_run(backend, walkers, steps, threads) -> dict:
 def markdown(record) -> str:
     lines = [f"# Molecules on the GPU: thread-per-walker sampler ({record['date']}, {record['device']})", "",
              f"Host: {record['host_cpu']}, {record['cores']} cores; Python {record['python']}. Command: "
-             f"`{record['command']}`. Cusp-corrected RHF orbitals (cc-pVXZ, Cartesian), e–e Padé Jastrow; drift "
+             f"`{record['command']}`. RHF orbitals (cc-pVXZ, Cartesian; cusp-corrected where the form says cusp), e–e Padé Jastrow; drift "
              "sampler with exact Metropolis–Hastings; one walker-step = every electron proposed once + one E_L.", "",
              "## Twins on the device (same walkers and streams)", "",
              "| case | W × sweeps | accept-count mismatches | streams equal | max abs Δr (bohr) | max rel ΔE_L | "
@@ -189,28 +250,48 @@ def markdown(record) -> str:
         lines.append(f"| {r['case']} | {r['walkers']} × {r['sweeps']} | {r['accept_mismatch']} | {r['streams_equal']} | "
                      f"{r['dpos']:.1e} | {r['de_rel']:.1e} | {r['registers']} |")
     lines += ["", "## VMC throughput (walker-steps/s, medians)", "",
-              "| molecule | n_basis | CPU 1 thread | CPU all threads | GPU best (W) | GPU / 1 thread | GPU / all threads |",
-              "|---|---:|---:|---:|---|---:|---:|"]
-    for mol in dict.fromkeys(r["molecule"] for r in record["gpu"]):
-        g = [r for r in record["gpu"] if r["molecule"] == mol]
-        c = {r["threads"]: r["walker_steps_per_s"] for r in record["cpu"] if r["molecule"] == mol}
+              "Form: cusp = cusp-corrected orbitals, plain = RHF orbitals; both with the e–e Padé Jastrow only.", "",
+              "| molecule | form | N_e | n_basis | CPU 1 thread | CPU all threads | GPU best (W) | GPU / 1 thread | "
+              "GPU / all threads |", "|---|---|---:|---:|---:|---:|---|---:|---:|"]
+    for mol, form in dict.fromkeys((r["molecule"], r.get("form", "cusp")) for r in record["gpu"]):
+        g = [r for r in record["gpu"] if r["molecule"] == mol and r.get("form", "cusp") == form]
+        if not g[0].get("fits", True):
+            lines.append(f"| {mol} | {form} | | {g[0]['n_basis']} | | | does not fit ({g[0]['frozen_bytes']} B of "
+                         "constants) | | |")
+            continue
+        c = {r["threads"]: r["walker_steps_per_s"] for r in record["cpu"]
+             if r["molecule"] == mol and r.get("form", "cusp") == form}
         best = max(g, key=lambda r: r["walker_steps_per_s"])
         one, many = c.get(1, float("nan")), c.get(max(c), float("nan")) if c else float("nan")
-        lines.append(f"| {mol} | {best['n_basis']} | {one:.3e} | {many:.3e} ({max(c) if c else '–'}) | "
-                     f"{best['walker_steps_per_s']:.3e} ({best['walkers']}) | {best['walker_steps_per_s'] / one:.0f}× | "
-                     f"{best['walker_steps_per_s'] / many:.1f}× |")
+        lines.append(f"| {mol} | {form} | {best.get('electrons', '')} | {best['n_basis']} | {one:.3e} | "
+                     f"{many:.3e} ({max(c) if c else '–'}) | {best['walker_steps_per_s']:.3e} ({best['walkers']}) | "
+                     f"{best['walker_steps_per_s'] / one:.0f}× | {best['walker_steps_per_s'] / many:.1f}× |")
     lines += ["", "GPU over walker counts:", "", "| molecule | W | sweeps per launch | median s | walker-steps/s | "
               "registers | local bytes | ⟨E_L⟩ |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in record["gpu"]:
-        lines.append(f"| {r['molecule']} | {r['walkers']} | {r['sweeps']} | {r['median_s']:.3f} | "
+    for r in [r for r in record["gpu"] if r.get("fits", True)]:
+        lines.append(f"| {r['molecule']} ({r.get('form', 'cusp')}) | {r['walkers']} | "
+                     f"{r['sweeps']} | {r['median_s']:.3f} | "
                      f"{r['walker_steps_per_s']:.3e} | {r['registers']} | {r['local_bytes']} | "
                      f"{'–' if r['energy_mean'] is None else format(r['energy_mean'], '.3f')} |")
+    if record.get("roofline"):
+        lines += ["", "## The orbital phase against the batched-GEMM roofline (study 001's product, FP64)", "",
+                  "Fused: our kernel's orbital flops per second, a lower bound (walker-steps/s × 2·5·N·K·n, the whole "
+                  "step counted as orbital work). Roofline: min(FP64 peak, intensity × HBM bandwidth) of the unfused "
+                  "product A (W·5·N × K) · C (K × n); cuBLAS: CuPy's DGEMM of that product, random operands.", "",
+                  "| molecule | W | M × K × n | flop/walker-step | fused ≥ GFLOP/s | roofline GFLOP/s | fused/roofline ≥ "
+                  "| cuBLAS GFLOP/s | cuBLAS/roofline |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for r in record["roofline"]:
+            lines.append(f"| {r['molecule']} ({r['form']}) | {r['walkers']} | {r['M']} × {r['K']} × {r['N']} | "
+                         f"{r['flops_per_walker_step']:.0f} | {r['fused_gflops_lower_bound']:.0f} | "
+                         f"{r['roofline_gflops']:.0f} | {r['fraction_of_roofline_lower_bound']:.1%} | "
+                         f"{r.get('cublas_gflops', float('nan')):.0f} | "
+                         f"{r.get('cublas_fraction_of_roofline', float('nan')):.1%} |")
     if record.get("dmc"):
-        lines += ["", "## DMC through the Run (H2O/cc-pVDZ, cusp, Δτ = 0.005, 50 + measured steps)", "",
-                  "| backend | threads | W | DMC steps | wall s | DMC steps/s | walker-steps/s | E (E_h) | τ_eff |",
-                  "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+        lines += ["", "## DMC through the Run (Δτ = 0.005, 50 + measured steps, compilation outside the timing)", "",
+                  "| molecule | form | backend | threads | W | DMC steps | wall s | DMC steps/s | walker-steps/s | E (E_h) | "
+                  "τ_eff |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
         for r in record["dmc"]:
-            lines.append(f"| {r['backend']} | {r['threads']} | {r['walkers']} | {r['dmc_steps']} | {r['wall_s']:.1f} | "
+            lines.append(f"| {r.get('molecule', 'h2o/cc-pvdz')} | {r.get('form', 'cusp')} | {r['backend']} | {r['threads']} | {r['walkers']} | {r['dmc_steps']} | {r['wall_s']:.1f} | "
                          f"{r['dmc_steps_per_s']:.1f} | {r['walker_steps_per_s']:.3e} | "
                          f"{r['energy']['mean']:.4f} ± {r['energy']['error']:.4f} | {r['tau_eff']:.5f} |")
     return "\n".join(lines) + "\n"
@@ -223,10 +304,19 @@ def main() -> None:
     parser.add_argument("--walkers", default="4096,16384,65536", help="GPU walker counts")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: twins, throughput, dmc")
+    parser.add_argument("--molecules", default=THROUGHPUT, help="comma-separated xyz/basis for the VMC throughput")
+    parser.add_argument("--forms", default="cusp", help="comma-separated trial-function forms: cusp, plain")
+    parser.add_argument("--dmc-molecules", default="h2o/cc-pvdz", help="comma-separated xyz/basis for DMC")
+    parser.add_argument("--dmc-steps", default="1000,300", help="measured DMC steps on the GPU, on the CPU")
+    parser.add_argument("--roofline", action="store_true", help="the orbital phase of each molecule's best GPU row "
+                        "against the batched-GEMM roofline and cuBLAS (CuPy)")
+    parser.add_argument("--no-cpu", action="store_true", help="the GPU only (the CPU figures recorded elsewhere)")
+    parser.add_argument("--budget", type=float, default=1e9, help="seconds; no new measurement starts after them")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (a check of the script, e.g. under the "
                         "CUDA simulator)")
     args = parser.parse_args()
-    twins, dmc_sizes = TWINS, ((16384, 1000), (1024, 300))
+    gpu_steps, cpu_steps = (int(x) for x in args.dmc_steps.split(","))
+    twins, dmc_sizes = TWINS, ((16384, gpu_steps), (1024, cpu_steps))
     if args.smoke:
         twins = [case[:4] + (2, 1) for case in TWINS]
         args.walkers, args.reps, dmc_sizes = "2", 1, ((2, 2), (2, 2))
@@ -254,12 +344,35 @@ def main() -> None:
     t_start = time.perf_counter()
     if "twins" not in skip:
         record["twins"] = [twin(*case) for case in twins]
+    def within_budget(what: str) -> bool:
+        if time.perf_counter() - t_start < args.budget:
+            return True
+        log(f"budget spent: {what} not measured")
+        return False
+
     if "throughput" not in skip:
-        for xyz, basis in THROUGHPUT:
-            record["gpu"] += gpu_throughput(xyz, basis, [int(w) for w in args.walkers.split(",")], args.reps)
-            record["cpu"] += [cpu_throughput(xyz, basis, t, args.reps) for t in (1, cores)]
+        for molecule in args.molecules.split(","):
+            xyz, basis = molecule.split("/")
+            for form in args.forms.split(","):
+                if not within_budget(f"{molecule} ({form})"):
+                    continue
+                rows = gpu_throughput(xyz, basis, [int(w) for w in args.walkers.split(",")], args.reps, form)
+                record["gpu"] += rows
+                if args.roofline and rows[0].get("fits", True):
+                    record.setdefault("roofline", []).append(
+                        orbital_roofline(max(rows, key=lambda r: r["walker_steps_per_s"]), args.reps))
+                if rows[0].get("fits", True) and not args.no_cpu:
+                    record["cpu"] += [cpu_throughput(xyz, basis, t, args.reps, form) for t in (1, cores)]
     if "dmc" not in skip:
-        record["dmc"] = [dmc_through_run("cuda", *dmc_sizes[0], cores), dmc_through_run("cpu", *dmc_sizes[1], cores)]
+        for molecule in args.dmc_molecules.split(","):
+            form = "cusp" if "cusp" in args.forms.split(",") else "plain"
+            for backend, sizes in (("cuda", dmc_sizes[0]), ("cpu", dmc_sizes[1])):
+                if (backend == "cpu" and args.no_cpu) or not within_budget(f"DMC {molecule} {backend}"):
+                    continue
+                try:
+                    record["dmc"].append(dmc_through_run(backend, *sizes, cores, molecule, form))
+                except ValueError as error:  # a molecule too large for the GPU kernels' constants
+                    log(f"DMC {molecule} {backend}: {error}")
     record["wall_s"] = time.perf_counter() - t_start
     stem = results_stem(f"molecule_gpu_{args.tag}_{record['date']}")
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))

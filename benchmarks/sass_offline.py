@@ -20,7 +20,7 @@ installed too, e.g. in a venv made with ``--system-site-packages``):
     CUDA_HOME=/tmp/nvtools/nvidia/cu13 PATH=/tmp/nvtools/nvidia/cu13/bin:$PATH \\
         python benchmarks/sass_offline.py [--forms f32:fold/rsqrt/2,f64:fold_select/rsqrt/4] [--keep DIR]
         python benchmarks/sass_offline.py --lattice run_chains_grid,run_chains_grid_rank2 --caps 232,128
-        python benchmarks/sass_offline.py --atoms     # the atoms', quantum dots' and trapped bosons' walker kernels
+        python benchmarks/sass_offline.py --atoms     # the atoms', quantum dots', molecules' and bosons' walker kernels
 """
 from __future__ import annotations
 
@@ -182,16 +182,41 @@ def thread_per_walker_report(keep: Path | None = None) -> list[dict]:
                     continue  # the same kernel in both sets
                 py_func = kernels[kernel].py_func
                 variants[f"{name} {kernel}{suffix}"] = (py_func, signature[:py_func.__code__.co_argcount])
+    variants.update(molecule_variants())
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         for label, (py_func, signature) in variants.items():
             ptx, _ = cuda.compile_ptx(py_func, signature, cc=(9, 0))
-            stem = folder / label.replace(" ", "_").replace("+", "")
+            stem = folder / label.replace(" ", "_").replace("+", "").replace("/", "-")
             stem.with_suffix(".ptx").write_text(ptx)
             rows.append({"kernel": label, **_assemble(stem.with_suffix(".ptx"), stem.with_suffix(".cubin"))})
     return rows
+
+
+def molecule_variants() -> dict:
+    """The molecule's sweep (also with DMC's tracking and the moves near nuclei) and energy kernels, by label, for
+    H2O/STO-3G with cusp-corrected orbitals (the kernels are compiled per molecule). Needs PySCF."""
+    from numba import types as nt
+
+    from qmckit.backends import cuda_molecule
+    from qmckit.systems.molecule import Molecule
+
+    f64, i64, u64 = nt.float64, nt.int64, nt.uint64
+    a2, a3, a4 = f64[:, ::1], f64[:, :, ::1], f64[:, :, :, ::1]
+    # CudaMoleculeSweeper.launch: positions, T, DPHI, OL, JG, DV, RC, FLAG, states, params, …, nuclei
+    caches = (a3, a3, a4, a3, a3, a3, a3, a2)
+    sweep = caches + (u64[:, ::1], f64[::1], i64, i64, f64, f64, i64, i64, a2, i64[::1], a2, a2)
+    energy = caches + (f64[::1], i64, f64[::1])
+    vector = Molecule(xyz="h2o", basis="sto-3g", cusp=True, jastrow_en=False).kernel_params
+    variants = {}
+    for suffix, track, nuclear in (("", False, False), ("+track+nuclear", True, True)):
+        k = cuda_molecule.kernels(vector, track, nuclear)
+        variants[f"molecule h2o-sto-3g cusp sweep{suffix}"] = (k["sweep"].py_func, sweep)
+        if not suffix:
+            variants["molecule h2o-sto-3g cusp energy"] = (k["energy"].py_func, energy)
+    return variants
 
 
 def _unplaced(sass: str) -> str:

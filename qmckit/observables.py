@@ -39,9 +39,9 @@ def _accumulate(positions, weights, kind, lo, hi, counts):
 
 
 @nb.njit(cache=True, nogil=True)
-def _accumulate_pairs(positions, weights, lo, hi, counts):
-    """Every pair distance |r_i − r_l| (i < l) of every walker into ``counts`` (releases the GIL: an analysis thread
-    runs it beside the sampler)."""
+def _accumulate_pairs(positions, weights, lo, hi, box, counts):
+    """Every pair distance |r_i − r_l| (i < l) of every walker into ``counts``; with ``box`` > 0 (a periodic cube of
+    that side) the minimum-image distance. Releases the GIL: an analysis thread runs it beside the sampler."""
     W, N, d = positions.shape
     nbins = counts.shape[0]
     scale = nbins / (hi - lo)
@@ -51,6 +51,8 @@ def _accumulate_pairs(positions, weights, lo, hi, counts):
                 s = 0.0
                 for c in range(d):
                     t = positions[w, i, c] - positions[w, l, c]
+                    if box > 0.0:
+                        t -= box * math.floor(t / box + 0.5)
                     s += t * t
                 k = int(math.floor((math.sqrt(s) - lo) * scale))
                 if 0 <= k < nbins:
@@ -61,17 +63,22 @@ class DensityHistogram:
     """Per-block histograms of one coordinate of every particle.
 
     kind   one of ``KINDS``;  bins  number of bins;  upper  histogram range [−upper, upper] for
-    x/y/z and [0, upper] for r/rho/pair, in the system's length unit.
+    x/y/z and [0, upper] for r/rho/pair, in the system's length unit;  box  the side of a periodic cube
+    (0: open space): pair distances are then minimum-image distances, and ``upper`` should be at most box/2,
+    where P(r) of an ideal gas is 4πr²/box³. Pairs beyond ``upper`` stay in the normalisation (∫ P dr < 1).
     """
 
-    def __init__(self, kind: str = "x", bins: int = 60, upper: float = 4.0):
+    def __init__(self, kind: str = "x", bins: int = 60, upper: float = 4.0, box: float = 0.0):
         if kind not in KINDS:
             raise ValueError(f"density must be one of {', '.join(KINDS)}, got {kind!r}")
         if not (isinstance(bins, (int, np.integer)) and bins >= 2):
             raise ValueError(f"density_bins must be an integer ≥ 2, got {bins!r}")
         if not (upper > 0 and math.isfinite(upper)):
             raise ValueError(f"density_range must be positive, got {upper!r}")
+        if not (box >= 0 and math.isfinite(box)):
+            raise ValueError(f"box must be a non-negative length, got {box!r}")
         self.kind = kind
+        self.box = float(box)
         self.lo = 0.0 if kind in ("r", "rho", "pair") else -float(upper)
         self.hi = float(upper)
         self.edges = np.linspace(self.lo, self.hi, bins + 1)
@@ -87,7 +94,7 @@ class DensityHistogram:
         W, N, _ = positions.shape
         weights = np.ones(W) if weights is None else np.asarray(weights, dtype=float)
         if self.kind == "pair":
-            _accumulate_pairs(positions, weights, self.lo, self.hi, self._counts)
+            _accumulate_pairs(positions, weights, self.lo, self.hi, self.box, self._counts)
             self._total_weight += float(weights.sum()) * N * (N - 1) / 2
             return
         _accumulate(positions, weights, KINDS.index(self.kind), self.lo, self.hi, self._counts)

@@ -207,8 +207,10 @@ class RunConfig:
         if allowed is not None and self.density not in allowed:
             raise ValueError(f"density must be one of {', '.join(allowed)} for a {system.dim}-dimensional system"
                              f"{' (rho is the radial density there)' if system.dim == 2 else ''}, got {self.density!r}")
-        upper = self.density_range or system.density_range() * (2.0 if self.density == "pair" else 1.0)
-        return DensityHistogram(self.density, self.density_bins, upper)
+        # a periodic system's pairs are counted at minimum-image distances, up to half its box (its density_range)
+        box = float(getattr(system, "box", 0.0)) if self.density == "pair" else 0.0
+        upper = self.density_range or system.density_range() * (2.0 if self.density == "pair" and not box else 1.0)
+        return DensityHistogram(self.density, self.density_bins, upper, box)
 
     def resolved_backend(self) -> str:
         """"cpu" or "cuda": what ``backend`` means on this machine for this run."""

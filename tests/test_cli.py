@@ -56,6 +56,18 @@ def test_json_contract():
     assert out["params"] == {"n": 4, "lam": 1.0, "a": 0.0, "alpha": 0.5}
 
 
+def test_a_molecules_dmc_takes_the_molecules_time_step():
+    # all-electron DMC wants Δτ Z² ≲ 0.2: the run's general Δτ = 0.05 gave H2O −105.7 E_h (exact −76.4); a molecule's
+    # DMC defaults to 0.002 (Molecule.run_defaults), and --dt still wins
+    pytest.importorskip("pyscf")
+    base = ("run", "molecule", "--xyz", "h2", "--basis", "sto-3g", "--method", "dmc", "--walkers", "4", "--steps", "2",
+            "--equil", "2", "--dmc-equil", "1", "--json")
+    for extra, dt in (((), 0.002), (("--dt", "0.01"), 0.01)):
+        res = qmckit(*base, *extra)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["dt"] == dt
+
+
 RUN = ["run", "bec", "--n", "24", "--lam", "2.8284271247461903", "--a", "0.1", "--alpha", "0.6",
        "--walkers", "120", "--steps", "3000", "--block", "50", "--seed", "7"]
 

@@ -59,3 +59,26 @@ def test_the_pair_distance_distribution_of_non_interacting_bosons_is_maxwells():
     assert np.sum(mean * np.diff(edges)) == pytest.approx(cdf[-1], abs=1e-3)  # normalised per pair
     where = exact > 0.02
     assert np.max(np.abs(mean[where] - exact[where]) / error[where]) < 4.0
+
+
+def test_pair_distances_in_a_periodic_box_are_minimum_image():
+    # two particles uniform in a periodic cube of side L: the minimum-image distance has P(r) = 4πr²/L³ up to L/2
+    # (a sphere inside the cube); the plain distance falls short of that by 3r/2L and more, beyond ten error bars here
+    L, bins = 3.0, 15
+    positions = np.random.default_rng(5).uniform(0.0, L, size=(200_000, 2, 3))
+    exact = 4 / 3 * np.pi * np.diff(np.linspace(0.0, L / 2, bins + 1) ** 3) / L**3 / (L / 2 / bins)
+    for box, agrees in ((L, True), (0.0, False)):
+        hist = DensityHistogram("pair", bins=bins, upper=L / 2, box=box)
+        hist.add(positions)
+        counts = hist._counts.copy()
+        density = hist.take_block()
+        error = density / np.sqrt(np.maximum(counts, 1.0))  # Poisson error of each bin
+        assert bool(np.max(np.abs(density - exact) / error) < 4.0) is agrees
+
+
+def test_a_periodic_systems_pair_histogram_covers_half_its_box():
+    run = make_run(RunConfig(system="helium", params=dict(n=8), walkers=2, steps=2, equilibration=0, density="pair"))
+    assert run.density.box == pytest.approx(run.system.box)
+    assert run.density.hi == pytest.approx(run.system.box / 2)
+    with pytest.raises(ValueError, match="box must be"):
+        DensityHistogram("pair", box=-1.0)

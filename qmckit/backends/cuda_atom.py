@@ -342,26 +342,33 @@ def _kernels(en_cusp: bool, track_diffusion: bool = False, nuclear_moves: bool =
 
 
 @functools.lru_cache(maxsize=None)
-def state_kernels():
-    """(gather, scatter) of random states (2, W) for DMC branching on the device: ``gather(src, index, n, dst)``
-    sets dst[:, w] = src[:, index[w]] for w < n; ``scatter(dst, rows, fresh)`` sets dst[:, rows[j]] = fresh[j]."""
+def branch_kernel():
+    """DMC branching on the device in one launch: ``branch(pos, states, plan, new_pos, new_states)``.
+
+    ``plan`` (uint64) holds, for the W' = new_pos.shape[2] new walkers, the parents ``index`` (W'), then ``slot`` (W':
+    0 keeps the parent's random state, j ≥ 1 takes fresh state j − 1), then the fresh states (2 words each). Thread w
+    copies walker index[w]'s position (N, d) and state into column w of new_pos and new_states."""
     _cuda()
 
     @cuda.jit
-    def gather(src, index, n, dst):
+    def branch(pos, states, plan, new_pos, new_states):
         w = cuda.grid(1)
-        if w < n:
-            dst[0, w] = src[0, index[w]]
-            dst[1, w] = src[1, index[w]]
+        W = new_pos.shape[2]
+        if w >= W:
+            return
+        parent = int(plan[w])
+        for i in range(new_pos.shape[0]):
+            for k in range(new_pos.shape[1]):
+                new_pos[i, k, w] = pos[i, k, parent]
+        slot = int(plan[W + w])
+        if slot == 0:
+            new_states[0, w] = states[0, parent]
+            new_states[1, w] = states[1, parent]
+        else:
+            new_states[0, w] = plan[2 * W + 2 * (slot - 1)]
+            new_states[1, w] = plan[2 * W + 2 * (slot - 1) + 1]
 
-    @cuda.jit
-    def scatter(dst, rows, fresh):
-        j = cuda.grid(1)
-        if j < rows.shape[0]:
-            dst[0, rows[j]] = fresh[j, 0]
-            dst[1, rows[j]] = fresh[j, 1]
-
-    return gather, scatter
+    return branch
 
 
 # --------------------------------------------------------------------------------------------
@@ -464,9 +471,13 @@ class CudaAtomSweeper:
         c = _cuda()
         self._capacity = max(W + W // 4, 1)
         self._caches = self._new_caches(self._capacity)
-        self._accepted = c.device_array(self._capacity, dtype=np.int64)
-        self._index = c.device_array(self._capacity, dtype=np.int64)  # branching's parents (branch_forked)
-        self._spare_states = c.device_array((2, self._capacity), dtype=np.uint64)  # the states it gathers into
+        # Mapped host memory, which the kernels read and write over the bus: branch_forked's plan (parents, slots,
+        # fresh states: at most 4 words a walker) and the sweeps' accepted counts. Each CUDA call costs a DMC step
+        # hundreds of µs of host time on the lent GPU machines (a copy of 160 kB as much as one of 1 kB), and these
+        # need none; the sweep's copy of its energies, which waits for the kernel, comes before the host reads them.
+        self._accepted = c.mapped_array(self._capacity, dtype=np.int64)
+        self._plan = c.mapped_array(4 * self._capacity, dtype=np.uint64)
+        self._spare_states = c.device_array((2, self._capacity), dtype=np.uint64)  # the states branching gathers into
         self._no_diffusion = c.device_array((3, 1), dtype=np.float64)  # the VMC kernels never touch it
         self._no_energies = c.device_array(1, dtype=np.float64)
         self._energies = {}
@@ -488,6 +499,8 @@ class CudaAtomSweeper:
         self._params = c.to_device(self._params_host)
         self._nuclei = c.to_device(self._nuclei_host)
         self._pos = c.to_device(np.ascontiguousarray(w.positions.transpose(1, 2, 0), dtype=np.float64))
+        self._pos_flat = self._spare_pos = None  # branch_forked's two flat position buffers (_pos views the first)
+        self._views = {}
         self._states = c.to_device(np.ascontiguousarray(w.rng_states.T, dtype=np.uint64))
         self._allocate_caches(w.n_walkers)
         self.recompute()
@@ -560,6 +573,7 @@ class CudaAtomSweeper:
             cuda_bec.gather_kernel()[((W_new + threads - 1) // threads, d, N), threads](
                 self._pos, c.to_device(index), new_pos)
         self._pos = new_pos
+        self._pos_flat = None
         self._states = c.to_device(np.ascontiguousarray(states.T, dtype=np.uint64))
         self._allocate_caches(W_new)
         w = self.walkers
@@ -571,27 +585,33 @@ class CudaAtomSweeper:
     def branch_forked(self, index: np.ndarray, children: np.ndarray, fresh: np.ndarray) -> None:
         """:meth:`branch` with the random states gathered on the device: new walker w gets walker ``index[w]``'s
         position and state, except the rows ``children`` (K,), whose states are ``fresh`` (K, 2) (forked on the
-        host). Only the index and the K fresh states cross to the device, into buffers kept between steps; the
-        host walkers' states, like their positions, are stale until :meth:`to_host`."""
+        host). One launch (:func:`branch_kernel`, which reads the plan from mapped host memory), nothing allocated on
+        the device while the population fits the capacity: positions and states are gathered into spare buffers that then swap with the current
+        ones (the positions are a (N, d, W') view of the head of a flat buffer, C-contiguous like an array of their
+        own, so the sweep kernels are the same). The host walkers' states, like their positions, are stale until
+        :meth:`to_host`."""
         c = _cuda()
-        index = np.ascontiguousarray(index, dtype=np.int64)
-        W_new, N, d = index.size, self.walkers.n_particles, self.dim
+        W_new, K, N, d = index.size, len(children), self.walkers.n_particles, self.dim
         self._allocate_caches(W_new)
-        new_pos = c.device_array((N, d, W_new), dtype=np.float64)
-        if self._spare_states.shape[1] < W_new:  # after from_host the spare is the uploaded (W, 2) states
+        if self._spare_pos is None or self._spare_pos.size < N * d * W_new:
+            self._spare_pos = c.device_array(N * d * self._capacity, dtype=np.float64)
+            self._views = {}  # views only of the two live buffers, so that their ids name them
+        if self._spare_states.shape[1] < W_new:  # after from_host the spare is the uploaded (2, W) states
             self._spare_states = c.device_array((2, self._capacity), dtype=np.uint64)
-        threads = 128
+        key = (id(self._spare_pos), W_new)
+        if key not in self._views:  # the population takes a few hundred sizes; each view is made once
+            self._views[key] = self._spare_pos[:N * d * W_new].reshape(N, d, W_new)
+        new_pos = self._views[key]
         if W_new:
-            parents = self._index[:W_new]
-            parents.copy_to_device(index)
-            cuda_bec.gather_kernel()[((W_new + threads - 1) // threads, d, N), threads](self._pos, parents, new_pos)
-            gather, scatter = state_kernels()
-            gather[(W_new + threads - 1) // threads, threads](self._states, parents, W_new, self._spare_states)
-            if len(children):
-                scatter[(len(children) + threads - 1) // threads, threads](
-                    self._spare_states, c.to_device(np.ascontiguousarray(children, dtype=np.int64)),
-                    c.to_device(np.ascontiguousarray(fresh, dtype=np.uint64)))
-        self._pos = new_pos
+            plan = self._plan  # the previous branching's launch has finished: the sweep after it was waited for
+            plan[:W_new] = index
+            plan[W_new:2 * W_new] = 0
+            plan[W_new + np.asarray(children, dtype=np.int64)] = np.arange(1, K + 1, dtype=np.uint64)
+            plan[2 * W_new:2 * W_new + 2 * K] = np.asarray(fresh, dtype=np.uint64).ravel()
+            threads = 128
+            branch_kernel()[(W_new + threads - 1) // threads, threads](self._pos, self._states, self._plan, new_pos,
+                                                                       self._spare_states)
+        self._pos, self._pos_flat, self._spare_pos = new_pos, self._spare_pos, self._pos_flat
         self._states, self._spare_states = self._spare_states, self._states
         w = self.walkers
         self.walkers = type(w)(np.empty((W_new, N, d)), np.zeros((W_new, 0)), np.ones(W_new),
@@ -615,10 +635,14 @@ class CudaAtomSweeper:
         extra = 3 if self.track_diffusion else 0
         if (rows, extra) not in self._energies:
             block = c.device_array((rows + extra, self._capacity), dtype=np.float64)
-            self._energies[rows, extra] = (block, block[rows:] if extra else self._no_diffusion)
-        energies, diffusion = self._energies[rows, extra]
+            # with its pinned host twin, which sweep() copies into (no host allocation per sweep)
+            self._energies[rows, extra] = (block, block[rows:] if extra else self._no_diffusion,
+                                           c.pinned_array(block.shape, dtype=np.float64))
+        energies, diffusion, _ = self._energies[rows, extra]
         if W:
-            sweep = self._select_kernels(True)["sweep"] if extra else self._k["sweep"]
+            if extra and getattr(self, "_k_diffusion", None) is None:  # looked up once (a molecule's key is its basis)
+                self._k_diffusion = self._select_kernels(True)
+            sweep = self._k_diffusion["sweep"] if extra else self._k["sweep"]
             sweep[self.blocks, self.threads](
                 self._pos, *self._caches, self._states, self._params, int(n_sweeps),
                 _BRUTE if self.sampler == "brute" else _DRIFT, float(self.step), float(self.dt), int(self.drift_cap),
@@ -638,11 +662,15 @@ class CudaAtomSweeper:
         self._launch_events.start()
         energies = self.launch(n_sweeps, measure)
         self._launch_events.stop()
-        self.last_accepted = self._accepted.copy_to_host()[:W] if W else np.zeros(0, dtype=np.int64)
         rows = max(int(n_sweeps), 1)
-        host = energies.copy_to_host()[:, :W] if (measure and n_sweeps > 0) or self.track_diffusion else None
+        extra = 3 if self.track_diffusion else 0
+        host = (energies.copy_to_host(self._energies[rows, extra][2])[:, :W]
+                if (measure and n_sweeps > 0) or self.track_diffusion else None)
+        if host is None:
+            _cuda().synchronize()  # the kernel has written the (mapped) accepted counts
+        self.last_accepted = np.array(self._accepted[:W]) if W else np.zeros(0, dtype=np.int64)
         if self.track_diffusion:
-            self.last_diffusion = host[rows:rows + 2]
+            self.last_diffusion = host[rows:rows + 2].copy()
         out = host[:n_sweeps].astype(np.float64) if measure and n_sweeps > 0 else np.empty((0, W))
         self.last_kernel_s = self._launch_events.seconds()  # the copies above waited for the kernel anyway
         proposed = n_sweeps * W * N

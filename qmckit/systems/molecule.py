@@ -817,11 +817,15 @@ class Molecule(SlaterJastrowSystem):
                 dict(xyz="Li 0 0 0; H 0 0 1.6", basis="6-31g", jastrow_ee=False, jastrow_en=False, c_ee2=0.2,
                      c_en3=0.1))
     cli_implies = {"cusp": {"jastrow_en": False}}  # the corrected orbitals carry the cusp; the e–n term would double it
+    # all-electron DMC wants Δτ Z² ≲ 0.1–0.2 (the electrons near a nucleus of charge Z move on a scale 1/Z): the run's
+    # general Δτ = 0.05 gives H2O/cc-pVTZ −105.7(6) E_h against −76.4 (benchmarks/results/cli_molecule_dmc_2026-11-27.md)
+    run_defaults = {"dmc": {"dt": 0.002}}
 
     def __init__(self, params: MoleculeParams | None = None, *, reject_node_crossing: bool = False, **kwargs):
         super().__init__(params, reject_node_crossing=reject_node_crossing, **kwargs)
         p = self.params
         self.rhf = rhf_solution(p.atoms, p.basis, p.charge)
+        self._n_electrons = p.n_electrons  # once: the parameters resolve the geometry (a file) every time they are asked
         self._kernel_params = self._pack()
         if self._kernel_params[P_POLY] != 0.0:  # study 002's all-particle drift change knows only the Padé terms
             self.capabilities = dataclasses.replace(type(self).capabilities, green_all=False)
@@ -844,7 +848,7 @@ class Molecule(SlaterJastrowSystem):
     # --- sizes and references -----------------------------------------------------------------
     @property
     def n_particles(self) -> int:
-        return self.params.n_electrons
+        return self._n_electrons
 
     @property
     def n_basis(self) -> int:
