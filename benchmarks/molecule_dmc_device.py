@@ -65,7 +65,7 @@ def run_rate(params, dt, backend, walkers, steps, args) -> dict:
 
     config = dict(system="molecule", params=params, method="dmc", backend=backend, walkers=walkers, dt=dt,
                   equilibration=20, dmc_equilibration=20, seed=args.seed, nuclear_moves=args.nuclear_moves,
-                  effective_time_step=args.effective_time_step)
+                  effective_time_step=args.effective_time_step, feedback_time=args.feedback_time)
     make_run(RunConfig(**config, steps=2)).run()
     start = time.perf_counter()
     result = make_run(RunConfig(**config, steps=steps)).run()

@@ -4,8 +4,9 @@
 ``"y"``, ``"z"``: P(x), normalised so that ∫ P dx = 1, the quantity of study 002's Fig. 7.8),
 the radial density (``"r"``: n(r) with ∫ 4π r² n(r) dr = 1) or the cylindrical density
 (``"rho"``: n(ρ) integrated over z, with ∫ 2π ρ n(ρ) dρ = 1), or the distribution of the distance between
-two particles (``"pair"``: P(r₁₂) over all pairs, with ∫ P dr = 1; O(N²) per walker, the heavy analysis of study
-004). Histograms are collected per block;
+two particles (``"pair"``: P(r₁₂) over all pairs, with ∫ P dr = 1 in open space; in a periodic box the
+minimum-image distances up to half the box, where pairs farther apart are left out but counted in the normalisation;
+O(N²) per walker, the heavy analysis of study 004). Histograms are collected per block;
 the error bars are the standard errors of the block histograms, so blocks should be longer than
 the correlation time. In DMC the walkers sample the mixed distribution ψ_T ψ₀, so the density is
 a mixed estimate.

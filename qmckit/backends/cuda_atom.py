@@ -591,6 +591,9 @@ class CudaAtomSweeper:
         own, so the sweep kernels are the same). The host walkers' states, like their positions, are stale until
         :meth:`to_host`."""
         c = _cuda()
+        if self._branch_pending:  # no sweep waited for the last branching's launch (a split run's resampling)
+            c.synchronize()
+        index = np.asarray(index, dtype=np.int64)
         W_new, K, N, d = index.size, len(children), self.walkers.n_particles, self.dim
         self._allocate_caches(W_new)
         if self._spare_pos is None or self._spare_pos.size < N * d * W_new:
@@ -603,7 +606,7 @@ class CudaAtomSweeper:
             self._views[key] = self._spare_pos[:N * d * W_new].reshape(N, d, W_new)
         new_pos = self._views[key]
         if W_new:
-            plan = self._plan  # the previous branching's launch has finished: the sweep after it was waited for
+            plan = self._plan  # the previous branching's launch has finished (a sweep or the synchronize waited)
             plan[:W_new] = index
             plan[W_new:2 * W_new] = 0
             plan[W_new + np.asarray(children, dtype=np.int64)] = np.arange(1, K + 1, dtype=np.uint64)
@@ -611,6 +614,7 @@ class CudaAtomSweeper:
             threads = 128
             branch_kernel()[(W_new + threads - 1) // threads, threads](self._pos, self._states, self._plan, new_pos,
                                                                        self._spare_states)
+            self._branch_pending = True
         self._pos, self._pos_flat, self._spare_pos = new_pos, self._spare_pos, self._pos_flat
         self._states, self._spare_states = self._spare_states, self._states
         w = self.walkers
@@ -668,6 +672,7 @@ class CudaAtomSweeper:
                 if (measure and n_sweeps > 0) or self.track_diffusion else None)
         if host is None:
             _cuda().synchronize()  # the kernel has written the (mapped) accepted counts
+        self._branch_pending = False  # the copy or the synchronize waited for every launch before this sweep's
         self.last_accepted = np.array(self._accepted[:W]) if W else np.zeros(0, dtype=np.int64)
         if self.track_diffusion:
             self.last_diffusion = host[rows:rows + 2].copy()
@@ -677,6 +682,7 @@ class CudaAtomSweeper:
         return out, (self.last_accepted.sum() / proposed if proposed else 0.0)
 
     last_kernel_s = None  # seconds the last sweep's kernel took on the device (CUDA events; None under the simulator)
+    _branch_pending = False  # a branching launch that may still read the mapped plan
 
 
     def registers(self) -> dict:
