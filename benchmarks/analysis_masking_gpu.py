@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""Load masking in qmckit's own Run (issue 31): trapped bosons and liquid ⁴He sampled on the GPU while the CPU histograms the
-distribution of pair distances (O(N²) per walker), synchronously and with ``analysis="async"``, over analysis
+"""Load masking in qmckit's own Run (issue 31): trapped bosons and liquid ⁴He sampled on the GPU while the CPU
+histograms the distribution of pair distances (O(N²) per walker), synchronously and with ``analysis="async"``, over analysis
 periods m (``density_every``); each async/sync wall-time ratio against the modified Amdahl model's prediction from the
 sync run's own profile.
 
@@ -10,10 +10,10 @@ max(t_G, t_A). From the sync run's profile, with n histograms,
 
     T_async ≈ T_sync − (n − b) · min(t̄_G, t̄_A),    t̄_G = (T_sync − density)/n,  t̄_A = density/n,
 
-where b is the number of blocks: the run waits for the histogram at the end of each block (so that the block's
-density is complete when it is recorded and checkpointed), and that last histogram of a block overlaps nothing. The
-predicted ratio is T_async/T_sync; the runs here are one block each, as a long production block is. The runs also check that async gives the sync estimates and density bit
-for bit.
+where b is the number of blocks: the run waits for the histogram at the end of each block (so that the block's density
+is complete when it is recorded and checkpointed), and that last histogram of a block overlaps nothing. The predicted
+ratio is T_async/T_sync; the runs here are one block each, as a long production block is. The runs also check that
+async gives the sync estimates and density bit for bit.
 
     python benchmarks/analysis_masking_gpu.py [--n 500 --walkers 512 --steps 128 --every 16,64]
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/analysis_masking_gpu.py --smoke     # the script under the simulator
@@ -56,9 +56,9 @@ def cases(args) -> dict:
     bec = dict(system="bec", params=dict(n=args.n, lam=8 ** 0.5, a=0.00433, alpha=0.5), walkers=args.walkers,
                steps=args.steps, equilibration=20, seed=5, density="pair", density_bins=100)
     bec["every"] = args.every
-    helium = dict(every=args.helium_every, system="helium", params=dict(n=args.helium_n), sampler="gauss", step=0.81, target_acceptance=0.37,
-                  walkers=args.helium_walkers, steps=args.steps, equilibration=20, seed=7, density="pair",
-                  density_bins=100)
+    helium = dict(every=args.helium_every, system="helium", params=dict(n=args.helium_n), sampler="gauss", step=0.81,
+                  target_acceptance=0.37, walkers=args.helium_walkers, steps=args.steps, equilibration=20, seed=7,
+                  density="pair", density_bins=100)
     if args.smoke:
         bec.update(params=dict(n=4, lam=8 ** 0.5, a=0.00433, alpha=0.5), walkers=4, steps=4, equilibration=2)
         helium.update(params=dict(n=8), walkers=2, steps=4, equilibration=2)
@@ -104,8 +104,8 @@ def main() -> None:
     parser.add_argument("--cases", default="helium,bec", help="which runs: helium, bec (comma-separated)")
     parser.add_argument("--reps", type=int, default=3, help="runs of each mode on the GPU, medians quoted (the CPU "
                         "rows: one)")
-    parser.add_argument("--remodel", default=None, help="a record (.json) of this benchmark: recompute its model column "
-                        "from the recorded sync profiles and rewrite it (no runs)")
+    parser.add_argument("--remodel", default=None, help="a record (.json) of this benchmark: recompute its model "
+                        "column from the recorded sync profiles and rewrite it (no runs)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, e.g. under the CUDA simulator")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")

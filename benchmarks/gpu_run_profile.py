@@ -2,11 +2,11 @@
 """Where a GPU run's time goes (issues 30 and 31): the profile of a whole ``make_run`` on the GPU, phase by phase,
 with its modified Amdahl model (``qmckit.perf.report``).
 
-The runs: H2O/cc-pVDZ with cusp-corrected orbitals, fixed-node DMC on the GPU, 16384 walkers, Δτ = 0.005; and
-Ne/cc-pVTZ as in issue 30's Δτ series (Δτ = 0.0005, moves near the nucleus); each with 20 VMC equilibration sweeps,
-20 DMC equilibration steps and 400 measured steps, after a two-step run that compiles the kernels. ``--cprofile S``
-adds the host functions' own times over an S-step run. The GPU kernels' own time is measured with CUDA events (the profile's "sampling"); the rest of each
-sweep call is "transfers".
+The runs: H2O/cc-pVDZ with cusp-corrected orbitals, fixed-node DMC on the GPU, 16384 walkers, Δτ = 0.005; and Ne/cc-
+pVTZ as in issue 30's Δτ series (Δτ = 0.0005, moves near the nucleus); each with 20 VMC equilibration sweeps, 20 DMC
+equilibration steps and 400 measured steps, after a two-step run that compiles the kernels. ``--cprofile S`` adds the
+host functions' own times over an S-step run. The GPU kernels' own time is measured with CUDA events (the profile's
+"sampling"); the rest of each sweep call is "transfers".
 
     python benchmarks/gpu_run_profile.py --rhf-cache .rhf_cache_device.pkl [--cprofile 200] [--only ne/]
 

@@ -6,8 +6,8 @@ electron moved once with drift–diffusion and Metropolis–Hastings, plus one l
 
 PyQMC's wave function is its default ``generate_wf(mol, mf)``: the RHF determinant (the same ``build_mole`` as
 qmckit's, Cartesian functions) times its JastrowSpin factor (e–n cusp and 4 PolyPade e–n functions per nucleus and
-spin, 3 e–e functions per spin pair), at its starting coefficients. qmckit's closest forms are the e–e Padé factor with
-RHF orbitals ("plain") or with cusp-corrected orbitals ("cusp"); PyQMC's factor costs a little more per move.
+spin, 3 e–e functions per spin pair), at its starting coefficients. qmckit's closest forms are the e–e Padé factor
+with RHF orbitals ("plain") or with cusp-corrected orbitals ("cusp"); PyQMC's factor costs a little more per move.
 
 Each configuration count runs PyQMC's ``vmc`` for ``--steps`` steps after ``--warmup`` steps: on one core
 (``client=None``) and on all cores (a ``ProcessPoolExecutor`` of ``os.cpu_count()`` processes, ``npartitions`` the

@@ -89,8 +89,8 @@ def main():
     parser.add_argument("--cusp", action="store_true",
                         help="cusp-corrected orbitals (qmckit.systems.gaussian_cusp) instead of the e–n Jastrow factor")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
-    parser.add_argument("--rates", default="", help="GPU_W:GPU_STEPS,CPU_W:CPU_STEPS: after the series, the whole Run's "
-                        "walker-steps/s at each system's smallest Δτ on backend cuda and on all CPU cores, in this run")
+    parser.add_argument("--rates", default="", help="GPU_W:GPU_STEPS,CPU_W:CPU_STEPS: after the series, the whole "
+                        "Run's walker-steps/s at each system's smallest Δτ on backend cuda and on all CPU cores")
     args = parser.parse_args()
     plan = parse_plan(args.plan)
     if args.write_rhf_cache:
@@ -162,12 +162,14 @@ def main():
                           "speedup": pair[0]["walker_steps_per_s"] / pair[1]["walker_steps_per_s"]})
         lines += ["", "Speed of the whole Run (DMC, compilation outside; walker-steps/s = walkers × (steps + 20 "
                   "DMC equilibration steps) / wall, 20 VMC sweeps included), in this run:", "",
-                  "| system | Δτ | backend | walkers | steps | wall | walker-steps/s |", "|---|---:|---|---:|---:|---:|---:|"]
+                  "| system | Δτ | backend | walkers | steps | wall | walker-steps/s |",
+                  "|---|---:|---|---:|---:|---:|---:|"]
         for r in rates:
             for x in r["runs"]:
                 lines.append(f"| {r['system']} | {x['dt']} | {x['backend']} | {x['walkers']} | {x['steps']} | "
                              f"{x['wall_s']:.1f} s | {x['walker_steps_per_s']:.3e} |")
-            lines.append(f"| {r['system']} | | GPU / {numba.get_num_threads()} cores | | | | **{r['speedup']:.1f}×** |")
+            lines.append(f"| {r['system']} | | GPU / {numba.get_num_threads()} cores | | | | "
+                         f"**{r['speedup']:.1f}×** |")
     out = {"date": date.today().isoformat(), "args": vars(args), "cores": os.cpu_count(),
            "numba_threads": numba.get_num_threads(), "points": points, "fits": fits, "skipped": skipped, "rates": rates,
            "markdown": "\n".join(lines)}

@@ -39,7 +39,39 @@ def _child() -> dict:
     assert branched > 0, "the test must exercise branching"
     # the tracking kernel's diffusion sums give the CPU's τ_eff
     assert abs(gpu.tau_eff - cpu.tau_eff) < 1e-12 * cpu.tau_eff and cpu.tau_eff < cpu.dt
-    return {"branched": int(branched), "moved": _moved_walkers_round_trip()}
+    return {"branched": int(branched), "moved": _moved_walkers_round_trip(), "waits": _branching_waits_for_its_plan()}
+
+
+def _branching_waits_for_its_plan() -> list:
+    """DMC branching on the atom sweeper writes its plan into mapped host memory, which the previous branching's launch
+    may still read unless a sweep has waited for it since (a split run resamples right after a step): the
+    synchronisations of branch, branch, sweep, branch."""
+    import numpy as np
+    from qmckit.backends import cuda_atom
+    from qmckit.rng import seed_states
+    from qmckit.samplers.cuda import CudaSampler
+    from qmckit.systems.atom import Atom
+    from qmckit.walkers import Walkers
+
+    system = Atom(element="He")
+    sampler = CudaSampler(system, Walkers.from_positions(system.initial_positions(4, np.random.default_rng(2)), 3, 0),
+                          sampler="drift", dt=0.05)
+    sampler.sweep(1)
+    c, counted = cuda_atom._cuda(), []
+    original = c.synchronize
+    c.synchronize = lambda: (counted.append(1), original())[1]
+    try:
+        waits = []
+        for action in ("branch", "branch", "sweep", "branch"):
+            before = len(counted)
+            if action == "sweep":
+                sampler.sweep(1)
+            else:  # walker 0 twice (one copy with a fresh stream), walkers 1 and 3, walker 2 dies
+                sampler.branch(np.array([0, 0, 1, 3]), np.array([1]), seed_states(5, 1))
+            waits.append(len(counted) - before)
+    finally:
+        c.synchronize = original
+    return waits
 
 
 def _moved_walkers_round_trip() -> list:
@@ -78,6 +110,7 @@ def test_gpu_dmc_twin_under_simulator():
     results = simulator_results(__file__, MARKER, timeout=300)
     assert results["branched"] > 0
     assert results["moved"] == ["TrappedBosons", "TrappedBosons", "Atom"]
+    assert results["waits"] == [0, 1, 0, 0]  # only a branching that follows a branching waits
 
 
 if __name__ == "__main__":  # the simulator child

@@ -345,9 +345,9 @@ def _kernels(en_cusp: bool, track_diffusion: bool = False, nuclear_moves: bool =
 def branch_kernel():
     """DMC branching on the device in one launch: ``branch(pos, states, plan, new_pos, new_states)``.
 
-    ``plan`` (uint64) holds, for the W' = new_pos.shape[2] new walkers, the parents ``index`` (W'), then ``slot`` (W':
-    0 keeps the parent's random state, j ≥ 1 takes fresh state j − 1), then the fresh states (2 words each). Thread w
-    copies walker index[w]'s position (N, d) and state into column w of new_pos and new_states."""
+    ``plan`` (uint64) holds, for the W' = new_pos.shape[2] new walkers, the parents ``index`` (W'), then ``slot``
+    (W': 0 keeps the parent's random state, j ≥ 1 takes fresh state j − 1), then the fresh states (2 words each).
+    Thread w copies walker index[w]'s position (N, d) and state into column w of new_pos and new_states."""
     _cuda()
 
     @cuda.jit
@@ -585,11 +585,11 @@ class CudaAtomSweeper:
     def branch_forked(self, index: np.ndarray, children: np.ndarray, fresh: np.ndarray) -> None:
         """:meth:`branch` with the random states gathered on the device: new walker w gets walker ``index[w]``'s
         position and state, except the rows ``children`` (K,), whose states are ``fresh`` (K, 2) (forked on the
-        host). One launch (:func:`branch_kernel`, which reads the plan from mapped host memory), nothing allocated on
-        the device while the population fits the capacity: positions and states are gathered into spare buffers that then swap with the current
-        ones (the positions are a (N, d, W') view of the head of a flat buffer, C-contiguous like an array of their
-        own, so the sweep kernels are the same). The host walkers' states, like their positions, are stale until
-        :meth:`to_host`."""
+        host). One launch (:func:`branch_kernel`, which reads the plan from mapped host memory), nothing allocated
+        on the device while the population fits the capacity: positions and states are gathered into spare buffers
+        that then swap with the current ones (the positions are a (N, d, W') view of the head of a flat buffer,
+        C-contiguous like an array of their own, so the sweep kernels are the same). The host walkers' states, like
+        their positions, are stale until :meth:`to_host`."""
         c = _cuda()
         if self._branch_pending:  # no sweep waited for the last branching's launch (a split run's resampling)
             c.synchronize()
