@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from _common import results_stem  # noqa: E402
+from _common import Budget, results_stem  # noqa: E402
 from qmckit.perf.run_profile import device_description  # noqa: E402
 from qmckit.runs import RunConfig, make_run  # noqa: E402
 
@@ -124,14 +124,14 @@ def main() -> None:
         write(record, Path(args.remodel).with_suffix(""), max(r["reps"] for r in record["rows"]),
               next(iter(record["config"].values()))["steps"])
         return
-    start = time.perf_counter()
+    budget = Budget(args.budget)
     rows = []
     chosen = {name: base for name, base in cases(args).items() if name.split()[0] in args.cases.split(",")}
     for name, base in chosen.items():
         periods = [int(x) for x in base.pop("every").split(",")]
         # the CPU figure of the same run: every core of the host, the shortest period (the heaviest analysis)
         for backend, m in [("cuda", m) for m in periods] + [("cpu", periods[0])]:
-            if time.perf_counter() - start > args.budget:
+            if budget.left() < 0:
                 print(f"budget spent: {name} {backend} m = {m} not run", flush=True)
                 continue
             if m == periods[0]:  # compiles the backend's kernels outside the timing (numba's CPU ones too)

@@ -44,15 +44,10 @@ TSTEP = 0.02
 def wave_function(basis: str):
     """(mol, PyQMC wave function, E_RHF) for H2O in ``basis``."""
     import pyqmc.api as pyq
-    from pyscf import scf
 
-    from qmckit.systems.molecule import DATA_DIR, build_mole, read_xyz
+    from optimize_molecule_pyqmc import _mole
 
-    mol = build_mole(read_xyz(DATA_DIR / "h2o.xyz"), basis)
-    mf = scf.RHF(mol)
-    mf.verbose = 0
-    mf.conv_tol = 1e-10
-    energy = float(mf.kernel())
+    mol, mf, energy = _mole(basis)
     wf, _ = pyq.generate_wf(mol, mf)
     return mol, wf, energy
 

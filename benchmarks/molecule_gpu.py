@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
-from _common import cpu_model, log, results_stem  # noqa: E402
+from _common import Budget, cpu_model, log, results_stem  # noqa: E402
 
 CUSP = dict(cusp=True, jastrow_en=False)
 TWINS = [("h2o/cc-pvdz, cusp, polynomial Jastrow, VMC", dict(xyz="h2o", basis="cc-pvdz", c_ee2=0.2, c_en3=-0.1) | CUSP,
@@ -147,7 +147,7 @@ def orbital_roofline(row: dict, reps: int) -> dict:
     on random operands, shows what a library reaches on it."""
     from numba import cuda
 
-    from orbital_gemm_device import device_info, flops, roofline_gflops
+    from orbital_gemm_device import device_info, flops, roofline_gflops, time_calls
 
     dev = device_info(cuda)
     N, K, W = row["electrons"], row["n_basis"], row["walkers"]
@@ -163,15 +163,8 @@ def orbital_roofline(row: dict, reps: int) -> dict:
 
         rng = cupy.random.default_rng(1)
         A, C = rng.standard_normal((M, K)), rng.standard_normal((K, n))
-        cupy.matmul(A, C)
-        times = []
-        for _ in range(max(reps, 5)):
-            cupy.cuda.Device().synchronize()
-            t0 = time.perf_counter()
-            cupy.matmul(A, C)
-            cupy.cuda.Device().synchronize()
-            times.append(time.perf_counter() - t0)
-        out["cublas_gflops"] = flops(M, K, n) / float(np.median(times)) / 1e9
+        timing = time_calls(lambda: cupy.matmul(A, C), cupy.cuda.Device().synchronize, max(reps, 5), 2e-3, False)
+        out["cublas_gflops"] = flops(M, K, n) / timing["median_s"] / 1e9
         out["cublas_fraction_of_roofline"] = out["cublas_gflops"] / roof
         del A, C
     except Exception as error:  # noqa: BLE001  (no CuPy, or no room: the bound stands alone)
@@ -344,8 +337,10 @@ def main() -> None:
     t_start = time.perf_counter()
     if "twins" not in skip:
         record["twins"] = [twin(*case) for case in twins]
+    budget = Budget(args.budget)
+
     def within_budget(what: str) -> bool:
-        if time.perf_counter() - t_start < args.budget:
+        if budget.left() > 0:
             return True
         log(f"budget spent: {what} not measured")
         return False

@@ -57,12 +57,13 @@ QMCKIT_CASES = {  # label: (molecule parameters, freed parameters)
 }
 
 
-def _mole():
+def _mole(basis: str = "cc-pvdz"):
+    """(PySCF Mole, its converged RHF, E_RHF in E_h) for H2O of data/molecules/h2o.xyz in ``basis`` (Cartesian)."""
     from pyscf import scf
 
     from qmckit.systems.molecule import DATA_DIR, build_mole, read_xyz
 
-    mol = build_mole(read_xyz(DATA_DIR / "h2o.xyz"), "cc-pvdz")
+    mol = build_mole(read_xyz(DATA_DIR / "h2o.xyz"), basis)
     mf = scf.RHF(mol)
     mf.verbose = 0
     mf.conv_tol = 1e-10

@@ -87,7 +87,7 @@ import os
 import re
 import warnings
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -248,9 +248,9 @@ class MoleculeParams:
             raise ValueError("cusp and jastrow_en both give the orbitals the nuclear cusp: set jastrow_en=False "
                              "with cusp=True")
 
-    @property
+    @cached_property
     def atoms(self) -> tuple:
-        """((symbol, x, y, z), …) in Å."""
+        """((symbol, x, y, z), …) in Å (the geometry is resolved, a file read, once per parameter set)."""
         return resolve_geometry(self.xyz)[1]
 
     @property
@@ -825,7 +825,6 @@ class Molecule(SlaterJastrowSystem):
         super().__init__(params, reject_node_crossing=reject_node_crossing, **kwargs)
         p = self.params
         self.rhf = rhf_solution(p.atoms, p.basis, p.charge)
-        self._n_electrons = p.n_electrons  # once: the parameters resolve the geometry (a file) every time they are asked
         self._kernel_params = self._pack()
         if self._kernel_params[P_POLY] != 0.0:  # study 002's all-particle drift change knows only the Padé terms
             self.capabilities = dataclasses.replace(type(self).capabilities, green_all=False)
@@ -848,7 +847,7 @@ class Molecule(SlaterJastrowSystem):
     # --- sizes and references -----------------------------------------------------------------
     @property
     def n_particles(self) -> int:
-        return self._n_electrons
+        return self.params.n_electrons
 
     @property
     def n_basis(self) -> int:
