@@ -16,6 +16,8 @@ ratio is T_async/T_sync; the runs here are one block each, as a long production 
 async gives the sync estimates and density bit for bit.
 
     python benchmarks/analysis_masking_gpu.py [--n 500 --walkers 512 --steps 128 --every 16,64]
+    python benchmarks/analysis_masking_gpu.py --steps 1024 --every 128,256 --helium-steps 256 --helium-every 16 \
+        --cpu-steps 256 --reps 4
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/analysis_masking_gpu.py --smoke     # the script under the simulator
 
 The same runs for liquid ⁴He (N = 64, minimum-image pair distances), and the shortest period of each on the
@@ -50,6 +52,21 @@ def predicted_ratio(profile: dict, blocks: int) -> float:
     return (profile["total_s"] - (n - blocks) * min(t_g, t_a)) / profile["total_s"]
 
 
+def own_histogram_agreement(row: dict, blocks: int = 1) -> list:
+    """measured/model − 1 of each async run of ``row``, the model fed with that run's own histogram time (its profile's
+    "masked" seconds) instead of the sync run's: t̄_G from the sync run, t̄_A' from the async run. This separates the
+    masking (does the async run take what max(t_G, t_A) says?) from a change of the histogram's own speed between runs,
+    which no prediction from the sync run can foresee."""
+    p = row["sync_profile"]
+    n = p["phases"]["density"]["calls"]
+    t_g = (p["total_s"] - p["phases"]["density"]["seconds"]) / n
+    out = []
+    for wall, profile in zip(row["async_walls"], row["async_profiles"]):
+        t_a = profile["masked"]["seconds"] / n
+        out.append(wall / (n * (t_g + t_a) - (n - blocks) * min(t_g, t_a)) - 1.0)
+    return out
+
+
 def cases(args) -> dict:
     """The runs, by name: BEC N bosons (pair distances, O(N²) per walker) and liquid ⁴He (minimum-image pair
     distances, g(r)'s histogram), both VMC on the GPU."""
@@ -57,7 +74,8 @@ def cases(args) -> dict:
                steps=args.steps, equilibration=20, seed=5, density="pair", density_bins=100)
     bec["every"] = args.every
     helium = dict(every=args.helium_every, system="helium", params=dict(n=args.helium_n), sampler="gauss", step=0.81,
-                  target_acceptance=0.37, walkers=args.helium_walkers, steps=args.steps, equilibration=20, seed=7,
+                  target_acceptance=0.37, walkers=args.helium_walkers, steps=args.helium_steps or args.steps,
+                  equilibration=20, seed=7,
                   density="pair", density_bins=100)
     if args.smoke:
         bec.update(params=dict(n=4, lam=8 ** 0.5, a=0.00433, alpha=0.5), walkers=4, steps=4, equilibration=2)
@@ -65,14 +83,15 @@ def cases(args) -> dict:
     return {f"helium N = {helium['params']['n']}": helium, f"bec N = {bec['params']['n']}": bec}
 
 
-def timed_pair(base: dict, backend: str, m: int, reps: int) -> dict:
-    """The sync and async runs of ``base`` with the histogram every ``m`` sweeps, ``reps`` times each, interleaved (so
-    that a drift of the host's speed hits both): one row with the median wall times, their ratio, and the model's
-    ratio from the profile of the median sync run."""
+def timed_pair(base: dict, backend: str, m: int, reps: int, steps: int) -> dict:
+    """The sync and async runs of ``base`` (``steps`` measured sweeps) with the histogram every ``m`` sweeps, ``reps``
+    times each, interleaved (so that a drift of the host's speed hits both): one row with the median wall times, their
+    ratio, and the model's ratio from the profile of the median sync run."""
     walls, results = {"sync": [], "async": []}, {"sync": [], "async": []}
     for _ in range(reps):
         for mode in ("sync", "async"):
-            run = make_run(RunConfig(**base, backend=backend, density_every=m, block=base["steps"], analysis=mode))
+            run = make_run(RunConfig(**{**base, "steps": steps}, backend=backend, density_every=m, block=steps,
+                                     analysis=mode))
             t0 = time.perf_counter()
             results[mode].append(run.run())
             walls[mode].append(time.perf_counter() - t0)
@@ -85,10 +104,12 @@ def timed_pair(base: dict, backend: str, m: int, reps: int) -> dict:
     middle = results["sync"][int(np.argsort(walls["sync"])[len(walls["sync"]) // 2])]
     ratio = median["async"] / median["sync"]
     model = predicted_ratio(middle["profile"], blocks=1)
-    return {"backend": backend, "m": m, "reps": reps, "same_numbers": same, "sync_s": median["sync"],
+    row = {"backend": backend, "m": m, "steps": steps, "reps": reps, "same_numbers": same, "sync_s": median["sync"],
             "async_s": median["async"], "sync_walls": walls["sync"], "async_walls": walls["async"], "ratio": ratio,
             "model": model, "agreement": ratio / model - 1.0, "sync_profile": middle["profile"],
             "async_profiles": [r["profile"] for r in results["async"]]}
+    row["own_histogram_agreement"] = own_histogram_agreement(row)
+    return row
 
 
 def main() -> None:
@@ -98,6 +119,11 @@ def main() -> None:
     parser.add_argument("--helium-n", type=int, default=64, help="helium atoms")
     parser.add_argument("--helium-walkers", type=int, default=4224)
     parser.add_argument("--steps", type=int, default=128, help="measured sweeps per run")
+    parser.add_argument("--helium-steps", type=int, default=None, help="helium's measured sweeps (default --steps)")
+    parser.add_argument("--cpu-steps", type=int, default=None, help="measured sweeps of the CPU rows (default: the "
+                        "case's)")
+    parser.add_argument("--cpu-every", type=int, default=None, help="the CPU rows' period m (default: each case's "
+                        "shortest)")
     parser.add_argument("--every", default="16,64", help="the bosons' analysis periods m (density_every)")
     parser.add_argument("--helium-every", default="1,4,16", help="helium's analysis periods m")
     parser.add_argument("--budget", type=float, default=420.0, help="seconds; no new run starts after them")
@@ -120,9 +146,9 @@ def main() -> None:
         for r in record["rows"]:  # the model again, from each row's recorded sync profile
             r["model"] = predicted_ratio(r["sync_profile"], blocks=1)
             r["agreement"] = r["ratio"] / r["model"] - 1.0
+            r["own_histogram_agreement"] = own_histogram_agreement(r)
         record["remodelled"] = "python benchmarks/analysis_masking_gpu.py " + " ".join(sys.argv[1:])
-        write(record, Path(args.remodel).with_suffix(""), max(r["reps"] for r in record["rows"]),
-              next(iter(record["config"].values()))["steps"])
+        write(record, Path(args.remodel).with_suffix(""), max(r["reps"] for r in record["rows"]))
         return
     budget = Budget(args.budget)
     rows = []
@@ -130,39 +156,43 @@ def main() -> None:
     for name, base in chosen.items():
         periods = [int(x) for x in base.pop("every").split(",")]
         # the CPU figure of the same run: every core of the host, the shortest period (the heaviest analysis)
-        for backend, m in [("cuda", m) for m in periods] + [("cpu", periods[0])]:
+        for backend, m in [("cuda", m) for m in periods] + [("cpu", args.cpu_every or periods[0])]:
             if budget.left() < 0:
                 print(f"budget spent: {name} {backend} m = {m} not run", flush=True)
                 continue
-            if m == periods[0]:  # compiles the backend's kernels outside the timing (numba's CPU ones too)
+            if backend == "cpu" or m == periods[0]:  # compiles the backend's kernels outside the timing
                 make_run(RunConfig(**{**base, "steps": 2, "equilibration": 2}, backend=backend)).run()
-            rows.append({"case": name, **timed_pair(base, backend, m, args.reps if backend == "cuda" else 1)})
+            steps = args.cpu_steps or base["steps"] if backend == "cpu" else base["steps"]
+            rows.append({"case": name, **timed_pair(base, backend, m, args.reps if backend == "cuda" else 1, steps)})
             r = rows[-1]
             print(f"{name} {backend} m = {m}: sync {r['sync_s']:.3f} s, async {r['async_s']:.3f} s, ratio "
                   f"{r['ratio']:.3f}, model {r['model']:.3f}, same numbers {r['same_numbers']}", flush=True)
     record = {"benchmark": "analysis_masking_gpu", "date": date.today().isoformat(),
               "device": device_description("cuda"), "host": device_description("cpu"),
               "command": "python benchmarks/analysis_masking_gpu.py " + " ".join(sys.argv[1:]),
-              "config": {name: cases(args)[name] for name in chosen}, "reps": args.reps, "steps": args.steps,
-              "rows": rows}
-    write(record, results_stem(f"analysis_masking_gpu_{'_'.join(args.cases.split(','))}_{record['date']}"), args.reps,
-          args.steps)
+              "config": {name: cases(args)[name] for name in chosen}, "reps": args.reps, "rows": rows}
+    write(record, results_stem(f"analysis_masking_gpu_{'_'.join(args.cases.split(','))}_{record['date']}"), args.reps)
 
 
-def write(record: dict, stem: Path, reps: int, steps: int) -> None:
+def write(record: dict, stem: Path, reps: int) -> None:
     """The record as ``stem``.json and a table as ``stem``.md."""
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))
     remodelled = f" Model column from `{record['remodelled']}`." if record.get("remodelled") else ""
     lines = [f"# Load masking in the Run: pair distances on the CPU beside the GPU sampler ({record['date']})", "",
              f"Device: {record['device']}; host: {record['host']}. Command: `{record['command']}`.{remodelled} "
-             f"{steps} measured sweeps a run, one block, the pair-distance histogram every m sweeps; medians of "
+             "The measured sweeps of each run in one block, the pair-distance histogram every m sweeps; medians of "
              f"{reps} interleaved runs of each mode on the GPU; the cpu rows are the same runs on the host's cores "
              "(one run each).", "",
-             "| case | backend | m | runs | sync (s) | async (s) | async/sync | model | measured/model − 1 | "
-             "same numbers |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "Model: from the median sync run's phases (the prediction). Own histogram: the same model with each async "
+             "run's own histogram time, measured/model − 1 per async run (the masking alone, without the change of the "
+             "histogram's speed from run to run).", "",
+             "| case | backend | sweeps | m | runs | sync (s) | async (s) | async/sync | model | measured/model − 1 | "
+             "own histogram: measured/model − 1 | same numbers |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in record["rows"]:
-        lines.append(f"| {r['case']} | {r['backend']} | {r['m']} | {r['reps']} | {r['sync_s']:.3f} | "
+        lines.append(f"| {r['case']} | {r['backend']} | {r.get('steps', '')} | {r['m']} | {r['reps']} | "
+                     f"{r['sync_s']:.3f} | "
                      f"{r['async_s']:.3f} | {r['ratio']:.3f} | {r['model']:.3f} | {100 * r['agreement']:+.1f} % | "
+                     f"{', '.join(f'{100 * x:+.1f} %' for x in r.get('own_histogram_agreement', []))} | "
                      f"{r['same_numbers']} |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
 

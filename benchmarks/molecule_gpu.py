@@ -15,9 +15,15 @@ CPU twin and against the host's CPU cores, in one run.
    fitting. ``--roofline`` adds the orbital phase against study 001's batched-GEMM roofline and cuBLAS
    (:func:`orbital_roofline`).
 3. **DMC through the Run**: ``make_run(RunConfig(system="molecule", method="dmc", backend=…))`` for
-   ``--dmc-molecules`` (default H2O/cc-pVDZ, with cusp-corrected orbitals where ``--forms`` has cusp) on the GPU and
-   on all CPU cores: DMC steps per second and walker-steps per second (the Run's wall time, branching and estimators
+   ``--dmc-molecules`` (default H2O/cc-pVDZ, with cusp-corrected orbitals where ``--forms`` has cusp) on the GPU
+   (``--dmc-walkers``) and on all CPU cores (1024 walkers): DMC steps per second and walker-steps per second (the Run's wall time, branching and estimators
    included).
+4. **float32 against float64** (``--precision``, xyz/basis/form items): the ``dtype=float32`` variant (the orbital
+   contraction in float32, :func:`qmckit.systems.molecule._orbitals_f32`) beside the float64 kernels from the same
+   walkers and seed: walker-steps/s of each, the VMC energy of each run (reblocked walker averages), and the energy
+   error per configuration: E_L of the float32 kernel against float64 at the float32 run's final configurations
+   (the GPU's float64 kernel where the molecule fits it, else the CPU's ``evaluate_configurations`` on ≤ 2048 of
+   them).
 
     python benchmarks/molecule_gpu.py [--rhf-cache .rhf_cache_device.pkl] [--tag h100]
     python benchmarks/molecule_gpu.py --molecules acetic-acid/cc-pvdz,benzene/cc-pvdz --forms plain --skip twins
@@ -132,6 +138,71 @@ def gpu_throughput(xyz, basis, walker_counts, reps, form="cusp") -> list:
         log(f"gpu {xyz}/{basis} W={W}: {W * n / med:.3e} walker-steps/s (n={n}, regs {rows[-1]['registers']}, "
             f"local {rows[-1]['local_bytes']} B), ⟨E_L⟩ = {e.mean():.4f}")
     return rows
+
+
+def precision(item: str, W: int, sweeps: int, reps: int) -> dict:
+    """float32 against float64 orbital contraction for one ``xyz/basis/form`` item: throughput, VMC energies and the
+    per-configuration energy error (see the module docstring, part 4)."""
+    from numba import cuda
+
+    from qmckit.backends.cuda_molecule import CudaMoleculeSweeper
+    from qmckit.samplers.cpu import evaluate_configurations
+    from qmckit.stats.blocking import estimate
+    from qmckit.systems.molecule import Molecule
+
+    xyz, basis, form = item.split("/")
+    system = Molecule(xyz=xyz, basis=basis, **FORMS[form])
+    row = {"molecule": f"{xyz}/{basis}", "form": form, "electrons": system.n_particles, "n_basis": system.n_basis,
+           "walkers": W, "sweeps": sweeps, "runs": {}}
+    start = walkers_for(system, W, 7)
+    sweepers = {}
+    for dtype in ("float64", "float32"):
+        row["runs"][dtype] = run = {"frozen_bytes": CudaMoleculeSweeper.frozen_bytes(system, dtype),
+                                    "fits": CudaMoleculeSweeper.fits(system, dtype)}
+        if not run["fits"]:
+            log(f"precision {item} {dtype}: {run['frozen_bytes']} bytes of constants do not fit")
+            continue
+        sweepers[dtype] = sw = CudaMoleculeSweeper(system, start.copy(), sampler="drift", dt=DT.get(xyz, DT_DEFAULT),
+                                                   dtype=dtype)
+        sw.sweep(max(20, sweeps // 5), measure=False)  # compile and equilibrate
+        cuda.synchronize()
+        times, series = [], []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            energies = sw.launch(sweeps, measure=True)
+            cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+            series.append(energies.copy_to_host()[:sweeps, :W].mean(axis=1))  # the walker average per sweep
+        e = estimate(np.concatenate(series))
+        run.update(times_s=times, median_s=float(np.median(times)),
+                   walker_steps_per_s=W * sweeps / float(np.median(times)), energy=e.mean, energy_error=e.error,
+                   registers=sw.registers())
+        log(f"precision {item} {dtype}: {run['walker_steps_per_s']:.3e} walker-steps/s, E = {e.mean:.5f} ± "
+            f"{e.error:.5f}")
+    if "float32" not in sweepers:
+        return row
+    walkers = sweepers["float32"].to_host(recompute_caches=False)
+    e32 = sweepers["float32"].local_energies()
+    if "float64" in sweepers:
+        reference = CudaMoleculeSweeper(system, walkers.copy(), sampler="drift", dtype="float64")
+        e64, row["reference"] = reference.local_energies(), "GPU float64 kernel"
+    else:
+        m = min(W, 2048)
+        _, e64 = evaluate_configurations(system, walkers.positions[:m])
+        e32, row["reference"] = e32[:m], f"CPU float64 evaluate_configurations, {m} configurations"
+    d = e32 - e64
+    rel = np.abs(d) / np.abs(e64)
+    row["energy_error"] = {"configurations": int(d.size), "median_rel": float(np.median(rel)),
+                           "p90_rel": float(np.quantile(rel, 0.9)), "max_rel": float(rel.max()),
+                           "mean_signed_Eh": float(d.mean()), "mean_signed_se_Eh": float(d.std(ddof=1) / np.sqrt(d.size)),
+                           "median_abs_Eh": float(np.median(np.abs(d)))}
+    r = row["runs"]
+    if "walker_steps_per_s" in r["float64"]:
+        row["speedup_f32"] = r["float32"]["walker_steps_per_s"] / r["float64"]["walker_steps_per_s"]
+        row["energy_difference_sigma"] = ((r["float32"]["energy"] - r["float64"]["energy"])
+                                          / np.hypot(r["float32"]["energy_error"], r["float64"]["energy_error"]))
+    log(f"precision {item}: {row}")
+    return row
 
 
 def orbital_roofline(row: dict, reps: int) -> dict:
@@ -287,6 +358,31 @@ def markdown(record) -> str:
             lines.append(f"| {r.get('molecule', 'h2o/cc-pvdz')} | {r.get('form', 'cusp')} | {r['backend']} | {r['threads']} | {r['walkers']} | {r['dmc_steps']} | {r['wall_s']:.1f} | "
                          f"{r['dmc_steps_per_s']:.1f} | {r['walker_steps_per_s']:.3e} | "
                          f"{r['energy']['mean']:.4f} ± {r['energy']['error']:.4f} | {r['tau_eff']:.5f} |")
+    if record.get("precision"):
+        lines += ["", "## float32 against float64 (the orbital contraction in float32, everything else float64)", "",
+                  "Same start and seed for both; walker-steps/s are medians of the launches; E: all sweeps' walker "
+                  "averages, reblocked. Energy error: E_L of the float32 kernel against the float64 reference at the "
+                  "float32 run's final configurations (relative per configuration; the signed mean with its standard "
+                  "error is the bias).", "",
+                  "| molecule | form | W | constants f64 / f32 (B) | f64 walker-steps/s | f32 walker-steps/s | f32/f64 | "
+                  "E f64 | E f32 | ΔE/σ | median rel. error | 90th pct | max | mean ΔE_L (E_h) | reference |",
+                  "|---|---|---:|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---|"]
+        for r in record["precision"]:
+            f64, f32, err = r["runs"]["float64"], r["runs"]["float32"], r.get("energy_error", {})
+
+            def speed(run):
+                return f"{run['walker_steps_per_s']:.3e}" if "walker_steps_per_s" in run else "does not fit"
+
+            def energy(run):
+                return f"{run['energy']:.4f} ± {run['energy_error']:.4f}" if "energy" in run else "–"
+
+            lines.append(
+                f"| {r['molecule']} | {r['form']} | {r['walkers']} | {f64['frozen_bytes']} / {f32['frozen_bytes']} | "
+                f"{speed(f64)} | {speed(f32)} | {r.get('speedup_f32', float('nan')):.2f} | {energy(f64)} | "
+                f"{energy(f32)} | {r.get('energy_difference_sigma', float('nan')):+.1f} | "
+                f"{err.get('median_rel', float('nan')):.1e} | {err.get('p90_rel', float('nan')):.1e} | "
+                f"{err.get('max_rel', float('nan')):.1e} | {err.get('mean_signed_Eh', float('nan')):+.1e} ± "
+                f"{err.get('mean_signed_se_Eh', float('nan')):.1e} | {r.get('reference', '–')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -301,18 +397,23 @@ def main() -> None:
     parser.add_argument("--forms", default="cusp", help="comma-separated trial-function forms: cusp, plain")
     parser.add_argument("--dmc-molecules", default="h2o/cc-pvdz", help="comma-separated xyz/basis for DMC")
     parser.add_argument("--dmc-steps", default="1000,300", help="measured DMC steps on the GPU, on the CPU")
+    parser.add_argument("--dmc-walkers", default="16384", help="DMC's GPU walker counts, comma-separated (CPU: 1024)")
     parser.add_argument("--roofline", action="store_true", help="the orbital phase of each molecule's best GPU row "
                         "against the batched-GEMM roofline and cuBLAS (CuPy)")
+    parser.add_argument("--precision", default="", help="comma-separated xyz/basis/form items: float32 against "
+                        "float64 (part 4), at the largest of --walkers")
+    parser.add_argument("--precision-sweeps", type=int, default=500, help="sweeps per timed launch in part 4")
     parser.add_argument("--no-cpu", action="store_true", help="the GPU only (the CPU figures recorded elsewhere)")
     parser.add_argument("--budget", type=float, default=1e9, help="seconds; no new measurement starts after them")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (a check of the script, e.g. under the "
                         "CUDA simulator)")
     args = parser.parse_args()
     gpu_steps, cpu_steps = (int(x) for x in args.dmc_steps.split(","))
-    twins, dmc_sizes = TWINS, ((16384, gpu_steps), (1024, cpu_steps))
+    twins = TWINS
+    dmc_sizes = [("cuda", (int(w), gpu_steps)) for w in args.dmc_walkers.split(",")] + [("cpu", (1024, cpu_steps))]
     if args.smoke:
         twins = [case[:4] + (2, 1) for case in TWINS]
-        args.walkers, args.reps, dmc_sizes = "2", 1, ((2, 2), (2, 2))
+        args.walkers, args.reps, dmc_sizes = "2", 1, [("cuda", (2, 2)), ("cpu", (2, 2))]
     warnings.filterwarnings("ignore")
     if args.rhf_cache:
         from qmckit.systems import molecule
@@ -361,13 +462,18 @@ def main() -> None:
     if "dmc" not in skip:
         for molecule in args.dmc_molecules.split(","):
             form = "cusp" if "cusp" in args.forms.split(",") else "plain"
-            for backend, sizes in (("cuda", dmc_sizes[0]), ("cpu", dmc_sizes[1])):
+            for backend, sizes in dmc_sizes:
                 if (backend == "cpu" and args.no_cpu) or not within_budget(f"DMC {molecule} {backend}"):
                     continue
                 try:
                     record["dmc"].append(dmc_through_run(backend, *sizes, cores, molecule, form))
                 except ValueError as error:  # a molecule too large for the GPU kernels' constants
                     log(f"DMC {molecule} {backend}: {error}")
+    for item in filter(None, args.precision.split(",")):
+        if within_budget(f"precision {item}"):
+            record.setdefault("precision", []).append(
+                precision(item, max(int(w) for w in args.walkers.split(",")), 2 if args.smoke else args.precision_sweeps,
+                          args.reps))
     record["wall_s"] = time.perf_counter() - t_start
     stem = results_stem(f"molecule_gpu_{args.tag}_{record['date']}")
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))

@@ -399,6 +399,8 @@ class _Run(Run):
         }
         if variant_flags(**cfg.variant_options()):
             out["seed_variants"] = cfg.variant_options()
+        if cfg.dtype != "float64":  # a reduced-precision run says so
+            out["dtype"] = cfg.dtype
         out.update(self._extra_result())
         if self.density is not None and self.blocks_done:
             out["density"] = density_summary(self.density, self.series_of("density"))

@@ -6,7 +6,9 @@ caches (inverse blocks, orbital rows, Jastrow gradients) equal to a CPU rebuild.
 cusp-corrected orbitals and the polynomial Jastrow (drift), LiH/6-31G with the e–n Padé term (uniform moves), and
 H2O fixed-node with the moves near nuclei. Then one DMC run through the Run on both backends gives the same
 populations and energies, and a VMC run with a density gives the same numbers with the histogram in a worker thread
-(``analysis="async"``) as without.
+(``analysis="async"``) as without. The ``dtype=float32`` variant (the orbital contraction in float32) gives the local
+energies of a CPU clone with ``_orbitals_f32`` compiled in, within float32's rounding of the float64 ones, and a float32
+run says so in its result.
 """
 import json
 import os
@@ -64,6 +66,7 @@ def _child() -> dict:
                     row["dcache"] = max(row["dcache"], float(np.abs(mine[place] - theirs[place]).max()))
         out["cases"].append(row)
 
+    out["float32"] = _float32_against_float64()
     runs.cuda_available = lambda system, sampler="drift": True  # the simulator stands in for the GPU
     config = dict(system="molecule", method="dmc", params=dict(xyz="h2", basis="sto-3g"), walkers=4, steps=3,
                   equilibration=2, dmc_equilibration=1, block=3, dt=0.1, seed=3)  # rejects some moves
@@ -71,6 +74,40 @@ def _child() -> dict:
     density = dict(system="molecule", params=dict(xyz="h2", basis="sto-3g"), walkers=3, steps=4, block=2, seed=5,
                    equilibration=2, density="r")  # the analysis thread beside a GPU sampler (issue 31)
     out["analysis"] = {a: make_run(RunConfig(**density, backend="cuda", analysis=a)).run() for a in ("sync", "async")}
+    vmc = dict(system="molecule", params=dict(xyz="h2", basis="sto-3g"), walkers=3, steps=4, block=2, seed=5,
+               equilibration=2, backend="cuda")
+    out["dtype"] = {d: make_run(RunConfig(**vmc, dtype=d)).run() for d in ("float64", "float32")}
+    return out
+
+
+def _float32_against_float64() -> dict:
+    """The dtype=float32 variant (the orbital contraction in float32) beside the float64 kernels, from the same walkers
+    and streams: its local energies against a CPU clone of ``local_energy`` with ``_orbitals_f32`` compiled in, and
+    one sweep's decisions and energies against the float64 sweep's."""
+    import types
+
+    import numba
+
+    from qmckit.backends.cuda_molecule import CudaMoleculeSweeper
+    from qmckit.systems import molecule
+    from qmckit.systems.molecule import Molecule
+    from qmckit.walkers import Walkers
+
+    ns = dict(vars(molecule), _orbitals=molecule._orbitals_f32)
+    for name in ("recompute", "local_energy"):  # callees first; both reach _orbitals
+        f = getattr(molecule, name).py_func
+        ns[name] = numba.njit(types.FunctionType(f.__code__, ns, name))
+    params, W = CASES[0][0], 2
+    system = Molecule(**params)
+    start = Walkers.from_positions(system.initial_positions(W, np.random.default_rng(4)), 21, system.cache_size())
+    e_cpu32 = np.array([ns["local_energy"](start.positions[w], system.kernel_params, start.caches[w].copy())
+                        for w in range(W)])
+    gpu = {d: CudaMoleculeSweeper(system, start.copy(), sampler="drift", dt=0.05, threads_per_block=2, dtype=d)
+           for d in ("float64", "float32")}
+    out = {"e_start": {d: g.local_energies().tolist() for d, g in gpu.items()}, "e_cpu32": e_cpu32.tolist()}
+    for d, g in gpu.items():
+        e, _ = g.sweep(1)
+        out[d] = {"e": np.asarray(e).tolist(), "accepted": g.last_accepted.tolist(), "dtype": str(g.dtype)}
     return out
 
 
@@ -107,6 +144,25 @@ def test_async_analysis_beside_the_gpu_sampler_gives_the_sync_numbers(sim):
     sync, masked = sim["analysis"]["sync"], sim["analysis"]["async"]
     assert masked["estimates"] == sync["estimates"] and masked["density"] == sync["density"]
     assert masked["profile"]["masked"]["calls"] == 4 and "masked" not in sync["profile"]
+
+
+def test_float32_orbitals_on_the_gpu_are_the_cpu_clones_and_float32_close_to_float64(sim):
+    r = sim["float32"]
+    e64, e32, cpu32 = np.array(r["e_start"]["float64"]), np.array(r["e_start"]["float32"]), np.array(r["e_cpu32"])
+    assert np.allclose(e32, cpu32, rtol=1e-12, atol=0)  # the device variant is the CPU clone
+    rel = np.abs(e32 - e64) / np.abs(e64)
+    assert rel.max() < 1e-5 and rel.max() > 1e-12, rel  # float32's rounding, not float64's, and not a broken row
+    assert r["float32"]["dtype"] == "float32" and r["float32"]["accepted"] == r["float64"]["accepted"]
+    assert sum(r["float64"]["accepted"]) > 0
+    sweep_rel = np.abs(np.array(r["float32"]["e"]) - np.array(r["float64"]["e"])) / np.abs(np.array(r["float64"]["e"]))
+    assert sweep_rel.max() < 1e-5 and sweep_rel.max() > 1e-12, sweep_rel
+
+
+def test_a_float32_run_says_so_and_stays_within_float32_of_float64(sim):
+    f64, f32 = sim["dtype"]["float64"], sim["dtype"]["float32"]
+    assert f32["dtype"] == "float32" and "dtype" not in f64
+    e64, e32 = f64["estimates"]["energy"]["mean"], f32["estimates"]["energy"]["mean"]
+    assert e32 != e64 and abs(e32 - e64) < 1e-5 * abs(e64)
 
 
 def test_registration_and_import_without_a_gpu():

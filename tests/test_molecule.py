@@ -93,6 +93,31 @@ def test_single_point_kernel_and_batched_gemm_agree():
     assert np.array_equal(again.packed, b.packed)
 
 
+def test_float32_orbital_contraction_stays_within_its_rounding_bound():
+    """The GPU's dtype=float32 contraction (``_orbitals_f32``) against the float64 one at points around H2O with
+    RHF/cc-pVDZ coefficients: every value, gradient and Laplacian within γ_{K+2} Σ_μ |B_μ||C_μj| (inputs rounded to
+    float32, K-term float32 sums), and the error really is float32's (a float64 product would be ~1e-16)."""
+    from qmckit.systems.molecule import _layout, _orbitals, _orbitals_f32
+
+    _, _, _, C, basis = _layout(Molecule(xyz="h2o", basis="cc-pvdz", cusp=False).kernel_params)
+    nbf, n = C.shape
+    u32 = 2.0 ** -24
+    gamma = (nbf + 2) * u32 / (1 - (nbf + 2) * u32)
+    worst = 0.0
+    for x, y, z in random_points(20, seed=3):
+        rows = {}
+        for name, f in (("f64", _orbitals), ("f32", _orbitals_f32)):
+            val, grad, lap = np.empty(n), np.empty((n, 3)), np.empty(n)
+            BV, BG, BL = np.empty(nbf), np.empty((nbf, 3)), np.empty(nbf)
+            f(basis, C, x, y, z, val, grad, lap, BV, BG, BL, 2)
+            rows[name] = np.column_stack([val, grad, lap])  # (n, 5)
+        scale = np.abs(np.column_stack([BV, BG, BL])).T @ np.abs(C)  # (5, n): Σ_μ |B_μ||C_μj| per row kind
+        error = np.abs(rows["f32"] - rows["f64"])
+        assert np.all(error <= gamma * scale.T + 1e-15 * np.abs(rows["f64"])), (x, y, z)
+        worst = max(worst, float((error / scale.T).max()))
+    assert worst > 1e-9, worst
+
+
 def test_spherical_mole_is_refused():
     with pytest.raises(ValueError, match="cart=True"):
         from_pyscf(mole(WATER, "cc-pvdz", cart=False))

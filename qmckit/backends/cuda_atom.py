@@ -397,6 +397,7 @@ class CudaAtomSweeper:
     the system has ``en_cusp``) or compiled out (False); :meth:`registers` gives its register counts.
     """
 
+    DTYPES = (np.dtype(np.float64),)  # the precisions the kernels come in
     DEVICE_AXES = (1, 2, 0)  # the device positions are the host's (W, N, d) transposed so: (N, d, W)
     CACHE_VIEWS = (0, 1, 2)  # the device cache arrays T, DPHI, JG are these views of the system's cache_views
 
@@ -408,11 +409,12 @@ class CudaAtomSweeper:
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} for {system.name} on the GPU, got {layout!r}")
         try:
-            dtype_ok = np.dtype(dtype) == np.float64
+            dtype_ok = np.dtype(dtype) in self.DTYPES
         except TypeError:
             dtype_ok = False
         if not dtype_ok:
-            raise ValueError(f"dtype must be float64 for {system.name} on the GPU, got {dtype!r}")
+            raise ValueError(f"dtype must be {' or '.join(d.name for d in self.DTYPES)} for {system.name} on the GPU, "
+                             f"got {dtype!r}")
         if not (dt > 0 and math.isfinite(dt)):
             raise ValueError(f"dt must be a positive time step, got {dt!r}")
         if not (step > 0 and math.isfinite(step)):
@@ -428,7 +430,7 @@ class CudaAtomSweeper:
         self.step = float(step)
         self.drift_cap = bool(drift_cap)
         self.layout = "thread"
-        self.dtype = np.dtype(np.float64)
+        self.dtype = np.dtype(dtype)
         self.threads = threads
         self.shared_bytes = 0
         self.blocks = (walkers.n_walkers + threads - 1) // threads

@@ -1,5 +1,6 @@
 """GPU (numba-cuda) sweep for a closed-shell molecule in a Gaussian basis (:mod:`qmckit.systems.molecule`): the
-atoms' machinery, one thread per walker, float64.
+atoms' machinery, one thread per walker, float64 (``dtype=float32``: study 001's orbital contraction in float32,
+:func:`~qmckit.systems.molecule._orbitals_f32`, everything after the orbital rows still float64).
 
 The sweep is :mod:`qmckit.backends.cuda_atom`'s step for step: for every walker, electrons 0, 1, …, N−1 in turn
 get a single-electron drift–diffusion (or uniform) proposal from the walker's own xoroshiro128+ stream, the exact
@@ -66,8 +67,10 @@ def _constant_part(params: np.ndarray) -> tuple:
     return N, n, nbf, atoms, C, params[o + nbf * n:].copy()
 
 
-def device_functions(params: np.ndarray) -> dict:
-    """CUDA twins of the molecule's kernels (by name) for the molecule of the kernel parameter vector ``params``."""
+def device_functions(params: np.ndarray, dtype=np.float64) -> dict:
+    """CUDA twins of the molecule's kernels (by name) for the molecule of the kernel parameter vector ``params``;
+    ``dtype`` float32 puts :func:`~qmckit.systems.molecule._orbitals_f32` (and float32 coefficients) in place of
+    the float64 orbital contraction."""
     c = _cuda()
     from . import cuda_rng
     from ..systems import gaussian_basis, gaussian_cusp, molecule
@@ -75,6 +78,9 @@ def device_functions(params: np.ndarray) -> dict:
     kw = cuda_rng._DEVICE_KW
     twin = cuda_import.device_twin
     N, n, nbf, ATOMS, COEFFICIENTS, BASIS = _constant_part(params)
+    single = np.dtype(dtype) == np.float32
+    if single:
+        COEFFICIENTS = COEFFICIENTS.astype(np.float32)  # rounded once; _orbitals_f32's own rounding is then a no-op
     shared = cuda_atom.shared_twins()
     gb_ns = dict(vars(gaussian_basis))
     for name in ("ipow", "packed_length", "eval_point"):  # callees first
@@ -94,37 +100,39 @@ def device_functions(params: np.ndarray) -> dict:
     ns["_layout"] = c.jit(**kw)(_layout)
     ns["cache_views"] = c.jit(**kw)(cache_views)
     twins = {}
+    sources = {"_orbitals": molecule._orbitals_f32 if single else molecule._orbitals}
     for name in ("_cusp", "_orbitals", "_en_value", "_en_gradient", "_poly", "_poly_around", "_poly_one", "recompute",
                  "gradient", "test_move", "accept_move", "local_energy"):  # callees first
-        twins[name] = ns[name] = twin(getattr(molecule, name), ns, kw)
+        twins[name] = ns[name] = twin(sources.get(name) or getattr(molecule, name), ns, kw)
     return {**twins, "drift_scale": shared["drift_scale"]}
 
 
-def kernels(params: np.ndarray, track_diffusion: bool = False, nuclear_moves: bool = False) -> dict:
+def kernels(params: np.ndarray, track_diffusion: bool = False, nuclear_moves: bool = False, dtype=np.float64) -> dict:
     """The compiled-on-demand kernels ``sweep`` and ``energy`` for the molecule of ``params`` (see
-    :func:`qmckit.backends.cuda_atom.kernels` for ``track_diffusion`` and ``nuclear_moves``); cached per molecule
-    and variant."""
+    :func:`qmckit.backends.cuda_atom.kernels` for ``track_diffusion`` and ``nuclear_moves``; ``dtype`` float32: the
+    orbital contraction in float32, see :func:`device_functions`); cached per molecule and variant."""
     from ..systems.molecule import HEADER
 
     params = np.ascontiguousarray(params, dtype=np.float64)
-    key = (params[HEADER:].tobytes(), bool(track_diffusion), bool(nuclear_moves))
+    key = (params[HEADER:].tobytes(), bool(track_diffusion), bool(nuclear_moves), np.dtype(dtype).name)
     if key not in _KERNELS:
-        _KERNELS[key] = _kernels(params, bool(track_diffusion), bool(nuclear_moves))
+        _KERNELS[key] = _kernels(params, bool(track_diffusion), bool(nuclear_moves), np.dtype(dtype))
     return _KERNELS[key]
 
 
-def _kernels(params, track_diffusion: bool, nuclear_moves: bool) -> dict:
+def _kernels(params, track_diffusion: bool, nuclear_moves: bool, dtype=np.dtype(np.float64)) -> dict:
     import numba
 
     c = _cuda()
     from . import cuda_rng
     from ..systems.molecule import HEADER, P_N, P_NBF, P_NUP
 
-    d_ = device_functions(params)
+    d_ = device_functions(params, dtype)
     recompute, gradient, test_move = d_["recompute"], d_["gradient"], d_["test_move"]
     accept_move, local_energy, drift_scale = d_["accept_move"], d_["local_energy"], d_["drift_scale"]
     uniform, normal_pair = cuda_rng.uniform, cuda_rng.normal_pair
     f8, u64 = numba.float64, numba.uint64
+    fb = numba.from_dtype(dtype)  # the basis scratch: float32 rows feed the float32 contraction
     NEG_INF = -np.inf
     BRUTE = _BRUTE
     NP = HEADER  # the kernels read only the header at run time; nuclei, C and basis are frozen in _layout
@@ -156,9 +164,9 @@ def _kernels(params, track_diffusion: bool, nuclear_moves: bool) -> dict:
         meta = cuda.local.array(1, f8)
         mat_loc = cuda.local.array((n_, n_), f8)
         lap_loc = cuda.local.array(n_, f8)
-        bv_loc = cuda.local.array(nbf_, f8)
-        bg_loc = cuda.local.array((nbf_, 3), f8)
-        bl_loc = cuda.local.array(nbf_, f8)
+        bv_loc = cuda.local.array(nbf_, fb)
+        bg_loc = cuda.local.array((nbf_, 3), fb)
+        bl_loc = cuda.local.array(nbf_, fb)
         R = pos[:, :, w]
         cache = (cT[:, :, w], cD[:, :, :, w], cOL[:, :, w], cJ[:, :, w], u_loc, du_loc, co_loc, cn_loc, eg_loc, meta,
                  mat_loc, lap_loc, bv_loc, bg_loc, bl_loc, cDV[:, :, w], cRC[:, :, w], cFLAG[:, w])
@@ -252,9 +260,9 @@ def _kernels(params, track_diffusion: bool, nuclear_moves: bool) -> dict:
         meta = cuda.local.array(1, f8)
         mat_loc = cuda.local.array((n_, n_), f8)
         lap_loc = cuda.local.array(n_, f8)
-        bv_loc = cuda.local.array(nbf_, f8)
-        bg_loc = cuda.local.array((nbf_, 3), f8)
-        bl_loc = cuda.local.array(nbf_, f8)
+        bv_loc = cuda.local.array(nbf_, fb)
+        bg_loc = cuda.local.array((nbf_, 3), fb)
+        bl_loc = cuda.local.array(nbf_, fb)
         R = pos[:, :, w]
         cache = (cT[:, :, w], cD[:, :, :, w], cOL[:, :, w], cJ[:, :, w], u_loc, du_loc, co_loc, cn_loc, eg_loc, meta,
                  mat_loc, lap_loc, bv_loc, bg_loc, bl_loc, cDV[:, :, w], cRC[:, :, w], cFLAG[:, w])
@@ -271,30 +279,35 @@ class CudaMoleculeSweeper(CudaAtomSweeper):
     :class:`~qmckit.backends.cuda_atom.CudaAtomSweeper` with the molecule's kernels (compiled for its molecule)."""
 
     CACHE_VIEWS = (0, 1, 2, 3, 15, 16, 17)  # T, DPHI, OL, JG, DV, RC, FLAG in the molecule's cache_views tuple
+    DTYPES = (np.dtype(np.float64), np.dtype(np.float32))  # float32: the orbital contraction only (_orbitals_f32)
 
     @staticmethod
-    def frozen_bytes(system) -> int:
-        """Bytes of nuclei, orbital coefficients, basis and cusp block that the kernels hold as constants."""
+    def frozen_bytes(system, dtype=np.float64) -> int:
+        """Bytes of nuclei, orbital coefficients (float32 ones for ``dtype`` float32), basis and cusp block that the
+        kernels hold as constants."""
         from ..systems.molecule import HEADER
 
-        return 8 * (system.kernel_params.size - HEADER)
+        n_coefficients = system.n_basis * (system.n_particles // 2)
+        return 8 * (system.kernel_params.size - HEADER) - (8 - np.dtype(dtype).itemsize) * n_coefficients
 
     @classmethod
-    def fits(cls, system) -> bool:
+    def fits(cls, system, dtype=np.float64) -> bool:
         """Whether the molecule fits the kernels' constant memory (``backend="auto"`` asks; else the CPU runs it)."""
-        return cls.frozen_bytes(system) <= MAX_CONSTANT_BYTES
+        return cls.frozen_bytes(system, dtype) <= MAX_CONSTANT_BYTES
 
     def _check_system(self, system, walkers) -> int:
         N = system.n_particles
         if walkers.dim != 3 or walkers.n_particles != N:
             raise ValueError(f"walkers must have shape (W, {N}, 3), got {walkers.positions.shape}")
-        if not self.fits(system):
-            raise ValueError(f"the GPU molecule kernel holds nuclei, orbitals and basis in 64 KiB of constant memory; "
-                             f"this molecule needs {self.frozen_bytes(system)} bytes (use backend cpu)")
         return 3
 
     def _select_kernels(self, track_diffusion: bool = False) -> dict:
-        return kernels(self._params_host, bool(track_diffusion), self.nuclear_moves)
+        if not self.fits(self.system, self.dtype):
+            single = ", float32 coefficients" if self.dtype == np.float32 else ""
+            raise ValueError(f"the GPU molecule kernel holds nuclei, orbitals and basis in 64 KiB of constant memory; "
+                             f"this molecule needs {self.frozen_bytes(self.system, self.dtype)} bytes{single} "
+                             "(use backend cpu)")
+        return kernels(self._params_host, bool(track_diffusion), self.nuclear_moves, self.dtype)
 
     def _new_caches(self, capacity: int) -> tuple:
         """T, DPHI, OL, JG, DV, RC, FLAG for ``capacity`` walkers (FLAG zero: "orbital rows not valid", so the first

@@ -417,6 +417,48 @@ def _orbitals(basis, C, x, y, z, val, grad, lap, BV, BG, BL, order):
     _cusp(basis, x, y, z, val, grad, lap, order)
 
 
+@nb.njit(cache=True, error_model="numpy")
+def _orbitals_f32(basis, C, x, y, z, val, grad, lap, BV, BG, BL, order):
+    """:func:`_orbitals` with the contraction in float32 (study 001's single-precision orbital product): the basis
+    functions are evaluated in float64 and rounded to float32, as are the coefficients, and the products and sums
+    run in float32; the rows are widened to float64, and the cusp correction and everything after them stay
+    float64. The GPU sampler's ``dtype=float32`` variant compiles this in place of :func:`_orbitals` (with C and the
+    basis scratch stored as float32, so the roundings here are no-ops there). Per element the error against the
+    exact product of the float64 inputs is at most γ_{K+2} Σ_μ |B_μ||C_μj|, γ_m = m u/(1 − m u), u = 2⁻²⁴ (Higham
+    §3.1; two roundings of the inputs, K of the sum; a GPU's fused multiply–add only lowers it)."""
+    nbf, n = C.shape
+    eval_point(basis, x, y, z, BV, BG, BL, order)
+    if order == 0:
+        for j in range(n):
+            v = np.float32(0.0)
+            for mu in range(nbf):
+                v += np.float32(BV[mu]) * np.float32(C[mu, j])
+            val[j] = np.float64(v)
+        _cusp(basis, x, y, z, val, grad, lap, order)
+        return
+    for j in range(n):
+        v = np.float32(0.0)
+        gx = np.float32(0.0)
+        gy = np.float32(0.0)
+        gz = np.float32(0.0)
+        lp = np.float32(0.0)
+        for mu in range(nbf):
+            c = np.float32(C[mu, j])
+            v += np.float32(BV[mu]) * c
+            gx += np.float32(BG[mu, 0]) * c
+            gy += np.float32(BG[mu, 1]) * c
+            gz += np.float32(BG[mu, 2]) * c
+            if order >= 2:
+                lp += np.float32(BL[mu]) * c
+        val[j] = np.float64(v)
+        grad[j, 0] = np.float64(gx)
+        grad[j, 1] = np.float64(gy)
+        grad[j, 2] = np.float64(gz)
+        if order >= 2:
+            lap[j] = np.float64(lp)
+    _cusp(basis, x, y, z, val, grad, lap, order)
+
+
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def _cusp(basis, x, y, z, val, grad, lap, order):
     """The nuclear cusp correction, when the parameter vector carries one after the packed basis."""
