@@ -20,8 +20,9 @@ CPU twin and against the host's CPU cores, in one run.
    included).
 4. **float32 against float64** (``--precision``, xyz/basis/form items): the ``dtype=float32`` variant (the orbital
    contraction in float32, :func:`qmckit.systems.molecule._orbitals_f32`) beside the float64 kernels from the same
-   walkers and seed: walker-steps/s of each, the VMC energy of each run (reblocked walker averages), and the energy
-   error per configuration: E_L of the float32 kernel against float64 at the float32 run's final configurations
+   walkers and seed: walker-steps/s of each, the VMC energy of each run (reblocked walker averages), their difference
+   (the two runs share walkers and random numbers, so it is reblocked as one paired series), and the energy error per
+   configuration: E_L of the float32 kernel against float64 at the float32 run's final configurations
    (the GPU's float64 kernel where the molecule fits it, else the CPU's ``evaluate_configurations`` on ≤ 2048 of
    them).
 
@@ -155,7 +156,7 @@ def precision(item: str, W: int, sweeps: int, reps: int) -> dict:
     row = {"molecule": f"{xyz}/{basis}", "form": form, "electrons": system.n_particles, "n_basis": system.n_basis,
            "walkers": W, "sweeps": sweeps, "runs": {}}
     start = walkers_for(system, W, 7)
-    sweepers = {}
+    sweepers, walker_averages = {}, {}
     for dtype in ("float64", "float32"):
         row["runs"][dtype] = run = {"frozen_bytes": CudaMoleculeSweeper.frozen_bytes(system, dtype),
                                     "fits": CudaMoleculeSweeper.fits(system, dtype)}
@@ -173,7 +174,8 @@ def precision(item: str, W: int, sweeps: int, reps: int) -> dict:
             cuda.synchronize()
             times.append(time.perf_counter() - t0)
             series.append(energies.copy_to_host()[:sweeps, :W].mean(axis=1))  # the walker average per sweep
-        e = estimate(np.concatenate(series))
+        walker_averages[dtype] = np.concatenate(series)
+        e = estimate(walker_averages[dtype])
         run.update(times_s=times, median_s=float(np.median(times)),
                    walker_steps_per_s=W * sweeps / float(np.median(times)), energy=e.mean, energy_error=e.error,
                    registers=sw.registers())
@@ -199,8 +201,8 @@ def precision(item: str, W: int, sweeps: int, reps: int) -> dict:
     r = row["runs"]
     if "walker_steps_per_s" in r["float64"]:
         row["speedup_f32"] = r["float32"]["walker_steps_per_s"] / r["float64"]["walker_steps_per_s"]
-        row["energy_difference_sigma"] = ((r["float32"]["energy"] - r["float64"]["energy"])
-                                          / np.hypot(r["float32"]["energy_error"], r["float64"]["energy_error"]))
+        paired = estimate(walker_averages["float32"] - walker_averages["float64"])  # correlated runs: one series
+        row["energy_difference"] = {"mean": paired.mean, "error": paired.error}
     log(f"precision {item}: {row}")
     return row
 
@@ -361,11 +363,12 @@ def markdown(record) -> str:
     if record.get("precision"):
         lines += ["", "## float32 against float64 (the orbital contraction in float32, everything else float64)", "",
                   "Same start and seed for both; walker-steps/s are medians of the launches; E: all sweeps' walker "
-                  "averages, reblocked. Energy error: E_L of the float32 kernel against the float64 reference at the "
+                  "averages, reblocked; ΔE: f32 − f64 reblocked as one paired series (the runs share walkers and "
+                  "random numbers). Energy error: E_L of the float32 kernel against the float64 reference at the "
                   "float32 run's final configurations (relative per configuration; the signed mean with its standard "
                   "error is the bias).", "",
                   "| molecule | form | W | constants f64 / f32 (B) | f64 walker-steps/s | f32 walker-steps/s | f32/f64 | "
-                  "E f64 | E f32 | ΔE/σ | median rel. error | 90th pct | max | mean ΔE_L (E_h) | reference |",
+                  "E f64 | E f32 | ΔE (paired) | median rel. error | 90th pct | max | mean ΔE_L (E_h) | reference |",
                   "|---|---|---:|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---|"]
         for r in record["precision"]:
             f64, f32, err = r["runs"]["float64"], r["runs"]["float32"], r.get("energy_error", {})
@@ -376,10 +379,14 @@ def markdown(record) -> str:
             def energy(run):
                 return f"{run['energy']:.4f} ± {run['energy_error']:.4f}" if "energy" in run else "–"
 
+            def paired(row):
+                d = row.get("energy_difference")
+                return f"{d['mean']:+.1e} ± {d['error']:.1e}" if d else "–"
+
             lines.append(
                 f"| {r['molecule']} | {r['form']} | {r['walkers']} | {f64['frozen_bytes']} / {f32['frozen_bytes']} | "
                 f"{speed(f64)} | {speed(f32)} | {r.get('speedup_f32', float('nan')):.2f} | {energy(f64)} | "
-                f"{energy(f32)} | {r.get('energy_difference_sigma', float('nan')):+.1f} | "
+                f"{energy(f32)} | {paired(r)} | "
                 f"{err.get('median_rel', float('nan')):.1e} | {err.get('p90_rel', float('nan')):.1e} | "
                 f"{err.get('max_rel', float('nan')):.1e} | {err.get('mean_signed_Eh', float('nan')):+.1e} ± "
                 f"{err.get('mean_signed_se_Eh', float('nan')):.1e} | {r.get('reference', '–')} |")

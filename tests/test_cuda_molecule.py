@@ -108,6 +108,20 @@ def _float32_against_float64() -> dict:
     for d, g in gpu.items():
         e, _ = g.sweep(1)
         out[d] = {"e": np.asarray(e).tolist(), "accepted": g.last_accepted.tolist(), "dtype": str(g.dtype)}
+    # constants that fit only with float32 coefficients: float64 is refused in one line, float32 runs
+    from qmckit.backends import cuda_molecule
+
+    limit, cuda_molecule.MAX_CONSTANT_BYTES = cuda_molecule.MAX_CONSTANT_BYTES, CudaMoleculeSweeper.frozen_bytes(
+        system, np.float32)
+    try:
+        try:
+            CudaMoleculeSweeper(system, start.copy(), dtype="float64")
+            out["refused"] = None
+        except ValueError as error:
+            out["refused"] = str(error)
+        out["float32_fits"] = CudaMoleculeSweeper(system, start.copy(), dtype="float32").local_energies().tolist()
+    finally:
+        cuda_molecule.MAX_CONSTANT_BYTES = limit
     return out
 
 
@@ -156,6 +170,13 @@ def test_float32_orbitals_on_the_gpu_are_the_cpu_clones_and_float32_close_to_flo
     assert sum(r["float64"]["accepted"]) > 0
     sweep_rel = np.abs(np.array(r["float32"]["e"]) - np.array(r["float64"]["e"])) / np.abs(np.array(r["float64"]["e"]))
     assert sweep_rel.max() < 1e-5 and sweep_rel.max() > 1e-12, sweep_rel
+
+
+def test_constants_too_large_for_float64_are_refused_in_one_line_and_float32_runs(sim):
+    r = sim["float32"]
+    assert r["refused"] is not None and "\n" not in r["refused"], r["refused"]
+    assert "bytes" in r["refused"] and "dtype float32" in r["refused"]  # it names the way out
+    assert r["float32_fits"] == r["e_start"]["float32"]
 
 
 def test_a_float32_run_says_so_and_stays_within_float32_of_float64(sim):

@@ -96,25 +96,32 @@ def test_single_point_kernel_and_batched_gemm_agree():
 def test_float32_orbital_contraction_stays_within_its_rounding_bound():
     """The GPU's dtype=float32 contraction (``_orbitals_f32``) against the float64 one at points around H2O with
     RHF/cc-pVDZ coefficients: every value, gradient and Laplacian within γ_{K+2} Σ_μ |B_μ||C_μj| (inputs rounded to
-    float32, K-term float32 sums), and the error really is float32's (a float64 product would be ~1e-16)."""
+    float32, K-term float32 sums), the error really float32's (a float64 product would be ~1e-16), and the rows those
+    of study 001's emulated float32 product (qmckit.precision's sequential float32 GEMM) bit for bit."""
+    from qmckit.precision import U32, U64
+    from qmckit.studies.precision_energy import orbital_rows
     from qmckit.systems.molecule import _layout, _orbitals, _orbitals_f32
 
-    _, _, _, C, basis = _layout(Molecule(xyz="h2o", basis="cc-pvdz", cusp=False).kernel_params)
+    system = Molecule(xyz="h2o", basis="cc-pvdz", cusp=False)
+    _, _, _, C, basis = _layout(system.kernel_params)
     nbf, n = C.shape
-    u32 = 2.0 ** -24
-    gamma = (nbf + 2) * u32 / (1 - (nbf + 2) * u32)
+    gamma = (nbf + 2) * U32 / (1 - (nbf + 2) * U32)
+    gamma64 = nbf * U64 / (1 - nbf * U64)  # the float64 reference's own error
+    points = random_points(20, seed=3)
+    values, gradients, laplacians = orbital_rows(system, points[None], "f32")
     worst = 0.0
-    for x, y, z in random_points(20, seed=3):
+    for k, (x, y, z) in enumerate(points):
         rows = {}
         for name, f in (("f64", _orbitals), ("f32", _orbitals_f32)):
             val, grad, lap = np.empty(n), np.empty((n, 3)), np.empty(n)
             BV, BG, BL = np.empty(nbf), np.empty((nbf, 3)), np.empty(nbf)
             f(basis, C, x, y, z, val, grad, lap, BV, BG, BL, 2)
             rows[name] = np.column_stack([val, grad, lap])  # (n, 5)
-        scale = np.abs(np.column_stack([BV, BG, BL])).T @ np.abs(C)  # (5, n): Σ_μ |B_μ||C_μj| per row kind
+        scale = (np.abs(np.column_stack([BV, BG, BL])).T @ np.abs(C)).T  # (n, 5): Σ_μ |B_μ||C_μj| per row kind
         error = np.abs(rows["f32"] - rows["f64"])
-        assert np.all(error <= gamma * scale.T + 1e-15 * np.abs(rows["f64"])), (x, y, z)
-        worst = max(worst, float((error / scale.T).max()))
+        assert np.all(error <= (gamma + gamma64) * scale), (x, y, z)
+        worst = max(worst, float((error / scale).max()))
+        assert np.array_equal(rows["f32"], np.column_stack([values[0, k], gradients[0, k], laplacians[0, k]]))
     assert worst > 1e-9, worst
 
 

@@ -52,7 +52,7 @@ def _cuda():
     return cuda_import.bind(globals())
 
 
-_KERNELS: dict = {}  # (constant part of the parameter vector, track_diffusion, nuclear_moves) -> kernels
+_KERNELS: dict = {}  # (constant part of the parameter vector, track_diffusion, nuclear_moves, dtype) -> kernels
 
 
 def _constant_part(params: np.ndarray) -> tuple:
@@ -303,10 +303,11 @@ class CudaMoleculeSweeper(CudaAtomSweeper):
 
     def _select_kernels(self, track_diffusion: bool = False) -> dict:
         if not self.fits(self.system, self.dtype):
-            single = ", float32 coefficients" if self.dtype == np.float32 else ""
+            single = self.dtype == np.float32
+            hint = "" if single or not self.fits(self.system, np.float32) else ", or dtype float32"
             raise ValueError(f"the GPU molecule kernel holds nuclei, orbitals and basis in 64 KiB of constant memory; "
-                             f"this molecule needs {self.frozen_bytes(self.system, self.dtype)} bytes{single} "
-                             "(use backend cpu)")
+                             f"this molecule needs {self.frozen_bytes(self.system, self.dtype)} bytes"
+                             f"{', float32 coefficients' if single else ''} (use backend cpu{hint})")
         return kernels(self._params_host, bool(track_diffusion), self.nuclear_moves, self.dtype)
 
     def _new_caches(self, capacity: int) -> tuple:
