@@ -1,8 +1,8 @@
 """Run a test module's ``_child()`` under the CUDA simulator in a subprocess (so NUMBA_ENABLE_CUDASIM
 never leaks into the other tests) and return the JSON it printed after ``marker``.
 
-Run as a script (``python _simulator.py test_module.py``) it makes the simulator's shared arrays
-thread-safe and then runs ``test_module.py`` as ``__main__``: that is how :func:`simulator_results`
+Run as a script (``python _simulator.py test_module.py``) it makes the simulator's shared arrays and its swaps of
+the ``cuda`` module thread-safe and then runs ``test_module.py`` as ``__main__``: that is how :func:`simulator_results`
 starts every child.
 
 The children are single-threaded Python (the simulator runs a kernel's threads one after another) and take minutes
@@ -127,6 +127,50 @@ def import_without_simulator(module: str) -> tuple[bool, str]:
     return imported == "True", available
 
 
+def thread_safe_module_swaps():
+    """Make the simulator's swap of a function's ``cuda`` global for the fake module safe between block threads.
+
+    ``kernelapi.swapped_cuda_module`` replaces every global of the function's module that is ``numba.cuda`` by the
+    kernel's fake module for the call and puts the originals back after it. Two block threads inside device functions
+    of one module race: the second finds the fake already there and saves nothing, the first puts ``numba.cuda`` back
+    when it returns, and the second then calls ``cuda.syncthreads`` on the real module (CI saw it once in
+    test_lattice_cuda: "module 'numba.cuda' has no attribute 'syncthreads'"). The replacement counts the calls inside
+    each module under one lock: the first swaps, the last restores."""
+    from contextlib import contextmanager
+
+    from numba.cuda.simulator import kernel, kernelapi
+
+    if getattr(kernelapi, "_qmckit_swaps_locked", False):
+        return
+    lock = threading.Lock()
+    inside = {}  # id of a module's globals -> [calls inside, the globals that were numba.cuda]
+
+    @contextmanager
+    def swapped_cuda_module(fn, fake_cuda_module):
+        from numba import cuda
+
+        globs, key = fn.__globals__, id(fn.__globals__)
+        with lock:
+            if key not in inside:
+                original = {k: v for k, v in globs.items() if v is cuda}
+                globs.update({k: fake_cuda_module for k in original})
+                inside[key] = [0, original]
+            inside[key][0] += 1
+        try:
+            yield
+        finally:
+            with lock:
+                entry = inside[key]
+                entry[0] -= 1
+                if entry[0] == 0:
+                    globs.update(entry[1])
+                    del inside[key]
+
+    kernelapi.swapped_cuda_module = kernel.swapped_cuda_module = swapped_cuda_module
+    kernelapi._qmckit_swaps_locked = True
+
+
 if __name__ == "__main__":  # the simulator child: python _simulator.py test_module.py
     thread_safe_shared_arrays()
+    thread_safe_module_swaps()
     runpy.run_path(sys.argv[1], run_name="__main__")
