@@ -16,8 +16,8 @@ ratio is T_async/T_sync; the runs here are one block each, as a long production 
 async gives the sync estimates and density bit for bit.
 
     python benchmarks/analysis_masking_gpu.py [--n 500 --walkers 512 --steps 128 --every 16,64]
-    python benchmarks/analysis_masking_gpu.py --steps 1024 --every 128,256 --helium-steps 256 --helium-every 16 \
-        --cpu-steps 256 --reps 4
+    python benchmarks/analysis_masking_gpu.py --steps 1024 --every 128,256 --helium-steps 1024 --helium-every 64,128 \
+        --cpu-steps 256 --cpu-every 16 --reps 6 --budget 480
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/analysis_masking_gpu.py --smoke     # the script under the simulator
 
 The same runs for liquid ⁴He (N = 64, minimum-image pair distances), and the shortest period of each on the
@@ -67,6 +67,14 @@ def own_histogram_agreement(row: dict, blocks: int = 1) -> list:
     return out
 
 
+def histogram_seconds(row: dict) -> dict:
+    """The histograms' time of each run of ``row`` (s): the sync runs' "density" phase and the async runs' "masked"
+    seconds (in the analysis thread), so a record shows whether the histogram itself ran slower in one mode (the
+    host's single-core speed drifts from second to second: experiments/histogram_core_map_2026-11-27.txt)."""
+    return {"sync": [p["phases"]["density"]["seconds"] for p in row.get("sync_profiles", [row["sync_profile"]])],
+            "async": [p["masked"]["seconds"] for p in row["async_profiles"]]}
+
+
 def cases(args) -> dict:
     """The runs, by name: BEC N bosons (pair distances, O(N²) per walker) and liquid ⁴He (minimum-image pair
     distances, g(r)'s histogram), both VMC on the GPU."""
@@ -107,6 +115,7 @@ def timed_pair(base: dict, backend: str, m: int, reps: int, steps: int) -> dict:
     row = {"backend": backend, "m": m, "steps": steps, "reps": reps, "same_numbers": same, "sync_s": median["sync"],
             "async_s": median["async"], "sync_walls": walls["sync"], "async_walls": walls["async"], "ratio": ratio,
             "model": model, "agreement": ratio / model - 1.0, "sync_profile": middle["profile"],
+            "sync_profiles": [r["profile"] for r in results["sync"]],
             "async_profiles": [r["profile"] for r in results["async"]]}
     row["own_histogram_agreement"] = own_histogram_agreement(row)
     return row
@@ -186,13 +195,21 @@ def write(record: dict, stem: Path, reps: int) -> None:
              "Model: from the median sync run's phases (the prediction). Own histogram: the same model with each async "
              "run's own histogram time, measured/model − 1 per async run (the masking alone, without the change of the "
              "histogram's speed from run to run).", "",
+             "Histogram (s): the histograms' time in each mode's runs, median [lowest, highest] (sync: on the main "
+             "thread between sweeps; async: in the analysis thread beside the sampler).", "",
              "| case | backend | sweeps | m | runs | sync (s) | async (s) | async/sync | model | measured/model − 1 | "
-             "own histogram: measured/model − 1 | same numbers |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "own histogram: measured/model − 1 | histogram (s), sync | histogram (s), async | same numbers |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|"]
+
+    def spread(xs):
+        return f"{np.median(xs):.2f} [{min(xs):.2f}, {max(xs):.2f}]"
+
     for r in record["rows"]:
         lines.append(f"| {r['case']} | {r['backend']} | {r.get('steps', '')} | {r['m']} | {r['reps']} | "
                      f"{r['sync_s']:.3f} | "
                      f"{r['async_s']:.3f} | {r['ratio']:.3f} | {r['model']:.3f} | {100 * r['agreement']:+.1f} % | "
                      f"{', '.join(f'{100 * x:+.1f} %' for x in r.get('own_histogram_agreement', []))} | "
+                     f"{spread(histogram_seconds(r)['sync'])} | {spread(histogram_seconds(r)['async'])} | "
                      f"{r['same_numbers']} |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
