@@ -16,6 +16,8 @@ browser does here by hand), then a cell that tags the panel's widgets with CSS c
   the run goes on; press Stop: the run stops within 2 s and the progress bar stays where it is;
 * enter a value the panel rejects and press Run: a one-line error in the status line, no figure;
 * press Stop during equilibration: it stops within 2 s, and the progress bar moved during equilibration;
+* press Profile (panels of one qmckit Run): the run's phases and Amdahl model replace the energy plot, and a
+  second press brings the energy plot back;
 * the panel fits the notebook: no horizontal overflow, no cut-off label, status line or dropdown.
 
 Screenshots of every step go to the folder the terminal summary names.
@@ -647,6 +649,28 @@ def test_stop_during_equilibration(panel: PanelPage):
         problems.append(f"no progress bar moved during equilibration (status {start['status']!r}, "
                         f"bars {still['all_progress']})")
     assert not problems, f"{spec.id}: " + "; ".join(problems)
+
+
+def test_profile_view_shows_the_run_and_goes_back(panel: PanelPage):
+    """The Profile toggle (issue 31): after a run it swaps the energy plot for the run's phases and their Amdahl
+    model, with nothing sticking out of the notebook, and pressed again it brings the energy plot back."""
+    spec = panel.spec
+    if not panel.root.locator(".bt-profile_button").count():
+        pytest.skip(f"{spec.panel_class} has no Profile view (its runs are not one qmckit Run with a profile)")
+    panel.ensure_idle()
+    panel.ensure_figure()
+    energy = panel.plot()["hashes"]
+    toggle = panel.root.locator(".bt-profile_button")
+    toggle.click()
+    profile = panel.wait("the Profile view replacing the energy plot", """old => { const p = __bt.plot();
+        return p.n === 1 && !p.hashes.some(h => old.includes(h)) ? p.hashes[0] : false; }""", energy, timeout=30)
+    panel.shot("profile-view")
+    problems = panel.js("() => __bt.layoutProblems()")
+    toggle.click()
+    panel.wait("the energy plot coming back after the second press", """shown => { const p = __bt.plot();
+        return p.n > 0 && !p.hashes.includes(shown); }""", profile, timeout=30)
+    assert not problems, f"{spec.id}, Profile view: " + "; ".join(problems)
+    assert not panel.tracebacks(), f"{spec.id}: error output in the notebook: {panel.tracebacks()}"
 
 
 def test_panel_fits_the_notebook(panel: PanelPage):
