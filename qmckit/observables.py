@@ -21,8 +21,10 @@ import numpy as np
 KINDS = ("x", "y", "z", "r", "rho", "pair")
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _accumulate(positions, weights, kind, lo, hi, counts):
+    """Every particle's coordinate ``kind`` (x, y, z, r, rho: an index into ``KINDS``) of every walker into
+    ``counts``. Releases the GIL, as ``_accumulate_pairs`` does."""
     W, N, d = positions.shape
     nbins = counts.shape[0]
     scale = nbins / (hi - lo)

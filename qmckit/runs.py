@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -40,6 +41,14 @@ COLLAPSE_FRACTION = 0.2  # a DMC population below this fraction of its target is
 LATTICE_OPTIONS = ("system", "params", "walkers", "steps", "equilibration", "block", "seed", "backend")
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the OS says, else every core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this OS
+        return os.cpu_count() or 1
+
+
 @dataclass
 class RunConfig:
     """Everything that determines a run's numbers.
@@ -52,7 +61,7 @@ class RunConfig:
     dmc_equilibration  DMC steps with branching before measuring (default: one time unit, 1/dt)
     analysis     "sync": the density histogram takes each sample between sweeps; "async": a worker thread takes it
                  while the sampler goes on (study 004's load masking; the same numbers, as the analysis never feeds
-                 back into the sampling; DMC branching stays in step)
+                 back into the sampling; DMC branching stays in step); refused for a CPU-only run on one usable core
 
     A lattice system (``system="lattice"``) runs VMC chains: ``walkers`` is the number of chains, and
     ``params``, ``steps``, ``equilibration``, ``block``, ``seed`` and ``backend`` mean what they mean for
@@ -176,6 +185,9 @@ class RunConfig:
         if self.analysis == "async" and self.density is None:
             raise ValueError("analysis async moves the density histogram beside the sampler; this run measures no "
                              "density (set density; --measure-density), so it cannot help")
+        if self.analysis == "async" and self.resolved_backend() == "cpu" and usable_cores() < 2:
+            raise ValueError("analysis async runs the histogram on a second core beside the sampler; this process may "
+                             "use only one core, so it cannot help (use analysis sync)")
 
     def _check_lattice_options(self) -> None:
         """Refuse, by name, every option of continuum walkers set to other than its default (a lattice runs VMC

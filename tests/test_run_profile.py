@@ -148,6 +148,23 @@ def test_async_analysis_without_a_density_is_refused_in_one_line():
         RunConfig(system="bec", analysis="later")
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_async_analysis_on_one_core_is_refused_in_one_line_with_exit_2():
+    """A CPU-only async run on one usable core has no core to mask the histogram on: refused up front (the CLI with
+    exit 2 and no traceback), while the same run on two cores is accepted."""
+    import os
+
+    args = [sys.executable, "-m", "qmckit", "run", "bec", "--n", "4", "--walkers", "10", "--steps", "20",
+            "--measure-density", "x", "--analysis", "async", "--backend", "cpu"]
+    one_core = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                              preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    assert one_core.returncode == 2, one_core.stderr
+    lines = one_core.stderr.strip().splitlines()
+    assert len(lines) == 1 and "analysis async" in lines[0] and "one core" in lines[0], one_core.stderr
+    if len(os.sched_getaffinity(0)) >= 2:
+        RunConfig(system="bec", params=dict(n=4), density="x", analysis="async", backend="cpu")  # accepted
+
+
 def test_a_system_that_measures_apart_takes_a_density_too_and_async_keeps_its_numbers():
     # helium measures V, T_lap and T_grad apart from its sweeps; with a density both went through one loop
     config = dict(system="helium", params=dict(n=32), walkers=5, steps=40, block=20, seed=2, density="x")
