@@ -18,6 +18,7 @@ async gives the sync estimates and density bit for bit.
     python benchmarks/analysis_masking_gpu.py [--n 500 --walkers 512 --steps 128 --every 16,64]
     python benchmarks/analysis_masking_gpu.py --steps 1024 --every 128,256 --helium-steps 1024 --helium-every 64,128 \
         --cpu-steps 256 --cpu-every 16 --reps 6 --budget 480
+    python benchmarks/analysis_masking_gpu.py --cases bec --every "" --sweep-rows r:1024:64,pair:96:8 --reps 2
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/analysis_masking_gpu.py --smoke     # the script under the simulator
 
 The same runs for liquid ⁴He (N = 64, minimum-image pair distances), and the shortest period of each on the
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from _common import Budget, results_stem  # noqa: E402
+from qmckit.perf import report  # noqa: E402
 from qmckit.perf.run_profile import device_description  # noqa: E402
 from qmckit.runs import RunConfig, make_run  # noqa: E402
 
@@ -112,9 +114,11 @@ def timed_pair(base: dict, backend: str, m: int, reps: int, steps: int) -> dict:
     middle = results["sync"][int(np.argsort(walls["sync"])[len(walls["sync"]) // 2])]
     ratio = median["async"] / median["sync"]
     model = predicted_ratio(middle["profile"], blocks=1)
-    row = {"backend": backend, "m": m, "steps": steps, "reps": reps, "same_numbers": same, "sync_s": median["sync"],
+    row = {"backend": backend, "density": base["density"], "m": m, "steps": steps, "reps": reps, "same_numbers": same,
+           "sync_s": median["sync"],
             "async_s": median["async"], "sync_walls": walls["sync"], "async_walls": walls["async"], "ratio": ratio,
             "model": model, "agreement": ratio / model - 1.0, "sync_profile": middle["profile"],
+            "sync_result": {k: v for k, v in middle.items() if k != "density"},  # what qmckit.perf.report reads
             "sync_profiles": [r["profile"] for r in results["sync"]],
             "async_profiles": [r["profile"] for r in results["async"]]}
     row["own_histogram_agreement"] = own_histogram_agreement(row)
@@ -133,8 +137,11 @@ def main() -> None:
                         "case's)")
     parser.add_argument("--cpu-every", type=int, default=None, help="the CPU rows' period m (default: each case's "
                         "shortest)")
-    parser.add_argument("--every", default="16,64", help="the bosons' analysis periods m (density_every)")
+    parser.add_argument("--every", default="16,64", help="the bosons' analysis periods m (density_every; \"\": none)")
     parser.add_argument("--helium-every", default="1,4,16", help="helium's analysis periods m")
+    parser.add_argument("--sweep-rows", default="", help="the bosons with a density measured every sweep (m = 1), "
+                        "as kind:gpu_steps:cpu_steps, comma-separated (e.g. r:1024:128,pair:32:32): the run profiled "
+                        "as it comes, whose model gives the optimal analysis period")
     parser.add_argument("--budget", type=float, default=420.0, help="seconds; no new run starts after them")
     parser.add_argument("--cases", default="helium,bec", help="which runs: helium, bec (comma-separated)")
     parser.add_argument("--reps", type=int, default=3, help="runs of each mode on the GPU, medians quoted (the CPU "
@@ -163,24 +170,34 @@ def main() -> None:
     rows = []
     chosen = {name: base for name, base in cases(args).items() if name.split()[0] in args.cases.split(",")}
     for name, base in chosen.items():
-        periods = [int(x) for x in base.pop("every").split(",")]
+        periods = [int(x) for x in base.pop("every").split(",") if x]
         # the CPU figure of the same run: every core of the host, the shortest period (the heaviest analysis)
-        for backend, m in [("cuda", m) for m in periods] + [("cpu", args.cpu_every or periods[0])]:
+        plan = [(base, "cuda", m, base["steps"]) for m in periods]
+        if periods:
+            plan.append((base, "cpu", args.cpu_every or periods[0], args.cpu_steps or base["steps"]))
+        for spec in filter(None, args.sweep_rows.split(",") if name.startswith("bec") else []):
+            kind, gpu_steps, cpu_steps = spec.split(":")
+            plan += [({**base, "density": kind}, "cuda", 1, int(gpu_steps)),
+                     ({**base, "density": kind}, "cpu", 1, int(cpu_steps))]
+        compiled = set()
+        for case, backend, m, steps in plan:
             if budget.left() < 0:
-                print(f"budget spent: {name} {backend} m = {m} not run", flush=True)
+                print(f"budget spent: {name} {backend} {case['density']} m = {m} not run", flush=True)
                 continue
-            if backend == "cpu" or m == periods[0]:  # compiles the backend's kernels outside the timing
-                make_run(RunConfig(**{**base, "steps": 2, "equilibration": 2}, backend=backend)).run()
-            steps = args.cpu_steps or base["steps"] if backend == "cpu" else base["steps"]
-            rows.append({"case": name, **timed_pair(base, backend, m, args.reps if backend == "cuda" else 1, steps)})
+            if (backend, case["density"]) not in compiled:  # compiles the backend's kernels outside the timing
+                make_run(RunConfig(**{**case, "steps": 2, "equilibration": 2}, backend=backend)).run()
+                compiled.add((backend, case["density"]))
+            rows.append({"case": name, **timed_pair(case, backend, m, args.reps if backend == "cuda" else 1, steps)})
             r = rows[-1]
-            print(f"{name} {backend} m = {m}: sync {r['sync_s']:.3f} s, async {r['async_s']:.3f} s, ratio "
+            print(f"{name} {backend} {case['density']} m = {m}: sync {r['sync_s']:.3f} s, async {r['async_s']:.3f} s, ratio "
                   f"{r['ratio']:.3f}, model {r['model']:.3f}, same numbers {r['same_numbers']}", flush=True)
     record = {"benchmark": "analysis_masking_gpu", "date": date.today().isoformat(),
               "device": device_description("cuda"), "host": device_description("cpu"),
               "command": "python benchmarks/analysis_masking_gpu.py " + " ".join(sys.argv[1:]),
               "config": {name: cases(args)[name] for name in chosen}, "reps": args.reps, "rows": rows}
-    write(record, results_stem(f"analysis_masking_gpu_{'_'.join(args.cases.split(','))}_{record['date']}"), args.reps)
+    sweep = "_every_sweep" if args.sweep_rows else ""
+    write(record, results_stem(f"analysis_masking_gpu_{'_'.join(args.cases.split(','))}{sweep}_{record['date']}"),
+          args.reps)
 
 
 def write(record: dict, stem: Path, reps: int) -> None:
@@ -197,20 +214,28 @@ def write(record: dict, stem: Path, reps: int) -> None:
              "histogram's speed from run to run).", "",
              "Histogram (s): the histograms' time in each mode's runs, median [lowest, highest] (sync: on the main "
              "thread between sweeps; async: in the analysis thread beside the sampler).", "",
-             "| case | backend | sweeps | m | runs | sync (s) | async (s) | async/sync | model | measured/model − 1 | "
-             "own histogram: measured/model − 1 | histogram (s), sync | histogram (s), async | same numbers |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|"]
+             "α, m_opt: `qmckit.perf.report` of the median sync run: one histogram's time over one sweep's, and the "
+             "analysis period (sweeps) that minimises the time per independent sample, analysing after the sweeps "
+             "(√(2 m_c α), m_c from the energy's τ) and beside them (α).", "",
+             "| case | density | backend | sweeps | m | runs | sync (s) | async (s) | async/sync | model | "
+             "measured/model − 1 | own histogram: measured/model − 1 | histogram (s), sync | histogram (s), async | "
+             "α | m_opt after / beside | same numbers |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---|---|"]
 
     def spread(xs):
         return f"{np.median(xs):.2f} [{min(xs):.2f}, {max(xs):.2f}]"
 
     for r in record["rows"]:
-        lines.append(f"| {r['case']} | {r['backend']} | {r.get('steps', '')} | {r['m']} | {r['reps']} | "
+        model = report(r["sync_result"]) if "sync_result" in r else None
+        optimum = (f"{model.alpha:.3g} | {model.m_opt_sequential:.3g} / {model.m_opt_masked:.3g}"
+                   if model is not None and model.alpha is not None else " | ")
+        lines.append(f"| {r['case']} | {r.get('density', 'pair')} | {r['backend']} | {r.get('steps', '')} | {r['m']} | "
+                     f"{r['reps']} | "
                      f"{r['sync_s']:.3f} | "
                      f"{r['async_s']:.3f} | {r['ratio']:.3f} | {r['model']:.3f} | {100 * r['agreement']:+.1f} % | "
                      f"{', '.join(f'{100 * x:+.1f} %' for x in r.get('own_histogram_agreement', []))} | "
                      f"{spread(histogram_seconds(r)['sync'])} | {spread(histogram_seconds(r)['async'])} | "
-                     f"{r['same_numbers']} |")
+                     f"{optimum} | {r['same_numbers']} |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 if __name__ == "__main__":
