@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -163,7 +164,7 @@ def main() -> None:
             r["model"] = predicted_ratio(r["sync_profile"], blocks=1)
             r["agreement"] = r["ratio"] / r["model"] - 1.0
             r["own_histogram_agreement"] = own_histogram_agreement(r)
-        record["remodelled"] = "python benchmarks/analysis_masking_gpu.py " + " ".join(sys.argv[1:])
+        record["remodelled"] = "python benchmarks/analysis_masking_gpu.py " + shlex.join(sys.argv[1:])
         write(record, Path(args.remodel).with_suffix(""), max(r["reps"] for r in record["rows"]))
         return
     budget = Budget(args.budget)
@@ -193,7 +194,7 @@ def main() -> None:
                   f"{r['ratio']:.3f}, model {r['model']:.3f}, same numbers {r['same_numbers']}", flush=True)
     record = {"benchmark": "analysis_masking_gpu", "date": date.today().isoformat(),
               "device": device_description("cuda"), "host": device_description("cpu"),
-              "command": "python benchmarks/analysis_masking_gpu.py " + " ".join(sys.argv[1:]),
+              "command": "python benchmarks/analysis_masking_gpu.py " + shlex.join(sys.argv[1:]),
               "config": {name: cases(args)[name] for name in chosen}, "reps": args.reps, "rows": rows}
     sweep = "_every_sweep" if args.sweep_rows else ""
     write(record, results_stem(f"analysis_masking_gpu_{'_'.join(args.cases.split(','))}{sweep}_{record['date']}"),
@@ -206,7 +207,8 @@ def write(record: dict, stem: Path, reps: int) -> None:
     remodelled = f" Model column from `{record['remodelled']}`." if record.get("remodelled") else ""
     lines = [f"# Load masking in the Run: pair distances on the CPU beside the GPU sampler ({record['date']})", "",
              f"Device: {record['device']}; host: {record['host']}. Command: `{record['command']}`.{remodelled} "
-             "The measured sweeps of each run in one block, the pair-distance histogram every m sweeps; medians of "
+             "The measured sweeps of each run in one block, the density histogram (column density: r the one-body radial "
+             "density, pair the pair distances) every m sweeps; medians of "
              f"{reps} interleaved runs of each mode on the GPU; the cpu rows are the same runs on the host's cores "
              "(one run each).", "",
              "Model: from the median sync run's phases (the prediction). Own histogram: the same model with each async "
@@ -215,8 +217,8 @@ def write(record: dict, stem: Path, reps: int) -> None:
              "Histogram (s): the histograms' time in each mode's runs, median [lowest, highest] (sync: on the main "
              "thread between sweeps; async: in the analysis thread beside the sampler).", "",
              "α, m_opt: `qmckit.perf.report` of the median sync run: one histogram's time over one sweep's, and the "
-             "analysis period (sweeps) that minimises the time per independent sample, analysing after the sweeps "
-             "(√(2 m_c α), m_c from the energy's τ) and beside them (α).", "",
+             "analysis period (sweeps, at least 1) that minimises the time per independent sample, analysing after the "
+             "sweeps (√(2 m_c α), m_c from the energy's τ) and beside them (α).", "",
              "| case | density | backend | sweeps | m | runs | sync (s) | async (s) | async/sync | model | "
              "measured/model − 1 | own histogram: measured/model − 1 | histogram (s), sync | histogram (s), async | "
              "α | m_opt after / beside | same numbers |",
@@ -227,7 +229,7 @@ def write(record: dict, stem: Path, reps: int) -> None:
 
     for r in record["rows"]:
         model = report(r["sync_result"]) if "sync_result" in r else None
-        optimum = (f"{model.alpha:.3g} | {model.m_opt_sequential:.3g} / {model.m_opt_masked:.3g}"
+        optimum = (f"{model.alpha:.3g} | {max(1.0, model.m_opt_sequential):.3g} / {max(1.0, model.m_opt_masked):.3g}"
                    if model is not None and model.alpha is not None else " | ")
         lines.append(f"| {r['case']} | {r.get('density', 'pair')} | {r['backend']} | {r.get('steps', '')} | {r['m']} | "
                      f"{r['reps']} | "

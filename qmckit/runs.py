@@ -699,7 +699,11 @@ def resume_run(path) -> Run:
             return resume_lattice_run(path)
         if attrs.get("format") != CHECKPOINT_FORMAT:
             raise ckpt.CheckpointError(f"resume: {path} is not a qmckit run checkpoint")
-        config = RunConfig(**attrs["config"])
+        stored = dict(attrs["config"])
+        if stored.get("analysis") == "async" and usable_cores() < 2:  # the same numbers either way
+            warnings.warn("resume: this process may use one core, so the run goes on with analysis sync")
+            stored["analysis"] = "sync"
+        config = RunConfig(**stored)
         run = make_run(config, checkpoint_path=path)
         run.vmc.walkers = Walkers.load(f["walkers"])  # the population may differ from the start
         if attrs.get("cache_layout", 1) != run.system.cache_layout:

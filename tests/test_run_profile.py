@@ -9,7 +9,9 @@ import pytest
 
 from qmckit.perf import run_profile
 from qmckit.perf.run_profile import RunTimer, format_profile, profile_dict, timed_sweep
-from qmckit.runs import RunConfig, make_run, resume_run
+from qmckit.runs import RunConfig, make_run, resume_run, usable_cores
+
+TWO_CORES = pytest.mark.skipif(usable_cores() < 2, reason="analysis async needs a second core (refused on one)")
 
 
 def _fractions_sum(profile):
@@ -129,6 +131,7 @@ def test_the_panels_profile_view_shows_the_last_run_and_goes_back_to_the_energy_
 
 
 @pytest.mark.parametrize("method", ["vmc", "dmc"])
+@TWO_CORES
 def test_async_analysis_gives_the_numbers_of_sync_bit_for_bit(method):
     config = dict(system="bec", params=dict(n=8), method=method, walkers=40, steps=120, block=40, seed=6,
                   density="r", density_every=2)
@@ -165,6 +168,25 @@ def test_async_analysis_on_one_core_is_refused_in_one_line_with_exit_2():
         RunConfig(system="bec", params=dict(n=4), density="x", analysis="async", backend="cpu")  # accepted
 
 
+@TWO_CORES
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_an_async_checkpoint_resumed_on_one_core_goes_on_sync_with_the_same_numbers(tmp_path):
+    import os
+
+    config = dict(system="bec", params=dict(n=6), walkers=20, steps=60, block=20, seed=4, density="x")
+    whole = make_run(RunConfig(**config)).run()
+    path = tmp_path / "run.h5"
+    next(make_run(RunConfig(**config, analysis="async"), checkpoint_path=path).blocks())  # one block, then it "stops"
+    code = ("import json, sys; from qmckit.runs import resume_run; r = resume_run(sys.argv[1]).run(); "
+            "print(json.dumps([r['estimates'], r['density']]))")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    assert out.returncode == 0, out.stderr
+    assert "goes on with analysis sync" in out.stderr
+    assert json.loads(out.stdout) == json.loads(json.dumps([whole["estimates"], whole["density"]]))
+
+
+@TWO_CORES
 def test_a_system_that_measures_apart_takes_a_density_too_and_async_keeps_its_numbers():
     # helium measures V, T_lap and T_grad apart from its sweeps; with a density both went through one loop
     config = dict(system="helium", params=dict(n=32), walkers=5, steps=40, block=20, seed=2, density="x")
