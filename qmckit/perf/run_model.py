@@ -62,11 +62,13 @@ class RunModel:
                   f"  saturation point M* = {self.saturation_point:.3g} < 1: the CPU side already outlasts the "
                   "sampling, so the CPU side is what to speed up")]
         if self.alpha is not None:
-            lines.append(f"  analysis every m = {self.period} sweeps: α = t_A/t_G = {self.alpha:.3g}, m_c = {self.m_c:.3g} "
-                         f"sweeps → m_opt = √(2 m_c α) = {self.m_opt_sequential:.3g} (analysis after sampling), "
-                         f"α = {self.m_opt_masked:.3g} (beside it); an analysis period is at least 1, so analyse every "
-                         f"{max(1, round(self.m_opt_sequential))} sweeps, or every {max(1, round(self.m_opt_masked))} "
-                         "masked")
+            # three short lines: a notebook's output area and a terminal wrap long ones mid-word
+            lines += [f"  analysis every m = {self.period} sweeps: α = t_A/t_G = {self.alpha:.3g}, "
+                      f"m_c = {self.m_c:.3g} sweeps",
+                      f"  after the sampling: m_opt = √(2 m_c α) = {self.m_opt_sequential:.3g}, so analyse every "
+                      f"{max(1, round(self.m_opt_sequential))} sweeps",
+                      f"  beside it (masked): m_opt = α = {self.m_opt_masked:.3g}, so analyse every "
+                      f"{max(1, round(self.m_opt_masked))} sweeps"]
         return "\n".join(lines)
 
 
