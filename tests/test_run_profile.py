@@ -2,6 +2,7 @@
 that sum to 1, a checkpoint's and a resume's share, the GPU split of a sweep into kernel and transfers, and
 ``qmckit run --profile``."""
 import json
+import os
 import subprocess
 import sys
 
@@ -12,6 +13,12 @@ from qmckit.perf.run_profile import RunTimer, format_profile, profile_dict, time
 from qmckit.runs import RunConfig, make_run, resume_run, usable_cores
 
 TWO_CORES = pytest.mark.skipif(usable_cores() < 2, reason="analysis async needs a second core (refused on one)")
+AFFINITY = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+
+
+def _one_core():
+    """A child process's preexec_fn: run on one of this process's cores."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
 def _fractions_sum(profile):
@@ -151,16 +158,14 @@ def test_async_analysis_without_a_density_is_refused_in_one_line():
         RunConfig(system="bec", analysis="later")
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+@AFFINITY
 def test_async_analysis_on_one_core_is_refused_in_one_line_with_exit_2():
     """A CPU-only async run on one usable core has no core to mask the histogram on: refused up front (the CLI with
     exit 2 and no traceback), while the same run on two cores is accepted."""
-    import os
-
     args = [sys.executable, "-m", "qmckit", "run", "bec", "--n", "4", "--walkers", "10", "--steps", "20",
             "--measure-density", "x", "--analysis", "async", "--backend", "cpu"]
     one_core = subprocess.run(args, capture_output=True, text=True, timeout=300,
-                              preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+                              preexec_fn=_one_core)
     assert one_core.returncode == 2, one_core.stderr
     lines = one_core.stderr.strip().splitlines()
     assert len(lines) == 1 and "analysis async" in lines[0] and "one core" in lines[0], one_core.stderr
@@ -169,10 +174,8 @@ def test_async_analysis_on_one_core_is_refused_in_one_line_with_exit_2():
 
 
 @TWO_CORES
-@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+@AFFINITY
 def test_an_async_checkpoint_resumed_on_one_core_goes_on_sync_with_the_same_numbers(tmp_path):
-    import os
-
     config = dict(system="bec", params=dict(n=6), walkers=20, steps=60, block=20, seed=4, density="x")
     whole = make_run(RunConfig(**config)).run()
     path = tmp_path / "run.h5"
@@ -180,7 +183,7 @@ def test_an_async_checkpoint_resumed_on_one_core_goes_on_sync_with_the_same_numb
     code = ("import json, sys; from qmckit.runs import resume_run; r = resume_run(sys.argv[1]).run(); "
             "print(json.dumps([r['estimates'], r['density']]))")
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300,
-                         preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+                         preexec_fn=_one_core)
     assert out.returncode == 0, out.stderr
     assert "goes on with analysis sync" in out.stderr
     assert json.loads(out.stdout) == json.loads(json.dumps([whole["estimates"], whole["density"]]))

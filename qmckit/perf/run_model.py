@@ -80,6 +80,18 @@ def _share(phases: dict, names) -> float:
     return sum(phases[name]["fraction"] for name in names if name in phases)
 
 
+def sweep_and_analysis_times(profile: dict, sweeps: int) -> tuple[float, float] | None:
+    """(t_G, t_A) in s from a run's ``profile``: one sweep's sampling time (the run made ``sweeps`` sweeps,
+    equilibration included) and one measurement's time apart from the sweeps (the observables every measure_every
+    sweeps, else the density every density_every, on the main thread or masked). None without such measurements."""
+    phases = profile["phases"]
+    kind = "measurements" if phases.get("measurements", {}).get("calls") else "density"
+    measured = phases.get(kind) or (profile.get("masked") if kind == "density" else None)
+    if not (measured and measured["calls"] and "sampling" in phases):
+        return None
+    return phases["sampling"]["seconds"] / sweeps, measured["seconds"] / measured["calls"]
+
+
 def report(run_or_result, period: int | None = None) -> RunModel:
     """The :class:`RunModel` of a run (a :class:`~qmckit.methods.run.Run`, whose result is taken) or of its result
     dict (e.g. a recorded ``qmckit run --json``). ``period``: the sweeps between measurements apart from the sweeps
@@ -98,15 +110,14 @@ def report(run_or_result, period: int | None = None) -> RunModel:
                  limit_synchronous=1.0 / (R + S) if R + S > 0 else math.inf,
                  limit_masked=1.0 / max(R, S) if max(R, S) > 0 else math.inf,
                  saturation_point=float(saturation_point(R, S, P)) if R > S else math.inf)
-    # the analysis apart from the sweeps: observables every measure_every sweeps, else the density every density_every
-    kind = "measurements" if phases.get("measurements", {}).get("calls") else "density"
-    measured = phases.get(kind) or (profile.get("masked") if kind == "density" else None)
-    if result.get("method") == "vmc" and measured and measured["calls"] and "sampling" in phases:
-        every = config.measure_every if config is not None else 1  # sweeps per energy measurement
+    every = getattr(config, "measure_every", 1)  # sweeps per energy measurement (1 for a result dict)
+    times = (sweep_and_analysis_times(profile, result["equilibration"] + result["steps"] * every)
+             if result.get("method") == "vmc" else None)
+    if times is not None:
         if period is None:
-            period = 1 if config is None else (config.measure_every if kind == "measurements" else config.density_every)
-        t_G = phases["sampling"]["seconds"] / (result["equilibration"] + result["steps"] * every)  # one sweep
-        t_A = measured["seconds"] / measured["calls"]  # one measurement
+            period = 1 if config is None else (config.measure_every if phases.get("measurements", {}).get("calls")
+                                               else config.density_every)
+        t_G, t_A = times
         alpha = t_A / t_G
         energy = next(iter(result["estimates"].values()))  # the energy comes first
         m_c = max(energy["tau"] - 0.5, 0.0) * every
